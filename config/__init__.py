@@ -1,0 +1,1 @@
+"""Default configuration files, shipped inside the package as mindtui._defaults."""

@@ -1,0 +1,1 @@
+"""Numbered schema migrations, shipped inside the package as mindtui._migrations."""

@@ -1,0 +1,3 @@
+from mindtui.cli import main
+
+raise SystemExit(main())

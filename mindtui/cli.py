@@ -1,0 +1,148 @@
+"""The `mindtui` command. Headless: nothing here imports Textual or llama.cpp at module level.
+
+Exit codes: 0 ok · 1 a step or operation failed · 2 usage error · 3 another job holds the
+lock · 4 the database cannot be used · 5 configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from mindtui import __version__
+from mindtui.config import ConfigError, Settings, load_settings
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LOCKED, EXIT_DATABASE, EXIT_CONFIG = 0, 1, 2, 3, 4, 5
+
+EPILOG = """exit codes: 0 ok, 1 failed, 2 usage error, 3 another job is running,
+4 database unusable (newer schema, foreign file, locked), 5 configuration error"""
+
+
+def _common(suppress: bool) -> argparse.ArgumentParser:
+    """Options accepted before and after the sub-command."""
+    default = argparse.SUPPRESS if suppress else None
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--db", type=Path, default=default, help="the database file (default: config `db`)")
+    parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS if suppress else False,
+                        help="print machine-readable JSON on stdout")
+    parser.add_argument("--quiet", "-q", action="store_true", default=argparse.SUPPRESS if suppress else False,
+                        help="no progress on stderr")
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mindtui", parents=[_common(False)], epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="A local-first second brain for Obsidian-style markdown vaults.",
+    )
+    parser.add_argument("--version", action="version", version=f"mindtui {__version__}")
+    parser.add_argument("--job", metavar="NAME", help="run a job headless (nightly) and exit")
+    parser.add_argument("--vault", type=Path, help="the vault folder (default: config `vault`)")
+    parser.add_argument("--steps", help="comma-separated steps of the job to run (default: all)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    index = sub.add_parser("index", parents=[_common(True)], help="import a vault into the database",
+                           description="Scan VAULT and import new, changed and deleted notes (incremental).")
+    index.add_argument("vault_path", metavar="VAULT", type=Path, help="the vault folder")
+
+    sub.add_parser("status", parents=[_common(True)], help="what the database holds",
+                   description="Counts of notes, chunks, edges and the last job runs.")
+    return parser
+
+
+def _emit(args: argparse.Namespace, data: dict, human: str) -> None:
+    if args.json:
+        json.dump(data, sys.stdout, ensure_ascii=False, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(human.rstrip("\n") + "\n")
+
+
+def _report_table(report: dict) -> str:
+    keys = [k for k, v in report.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    width = max((len(k) for k in keys), default=0)
+    return "\n".join(f"{k.ljust(width)}  {report[k]}" for k in keys)
+
+
+def _print_warnings(warnings: list[dict], limit: int = 20) -> None:
+    for warning in warnings[:limit]:
+        print(f"warning: {warning['path']}: {warning['reason']}", file=sys.stderr)
+    if len(warnings) > limit:
+        print(f"warning: ... and {len(warnings) - limit} more (see --json)", file=sys.stderr)
+
+
+def _run_job(args: argparse.Namespace, settings: Settings, job: str, vault: Path | None,
+             steps: list[str] | None) -> int:
+    from mindtui.console import StderrProgress
+    from mindtui.jobs.runner import run_job
+
+    progress = StderrProgress(quiet=args.quiet)
+    result = run_job(job, settings, db_path=settings.db_path, vault=vault, steps=steps, progress=progress)
+    progress.finish()
+    for step in result.steps:
+        _print_warnings(step.report.get("warnings", []))
+        if step.status != "ok":
+            print(f"error: step {step.step!r} failed: {step.error}", file=sys.stderr)
+    if job == "index" and len(result.steps) == 1:
+        step = result.steps[0]
+        _emit(args, step.report if step.status == "ok" else result.as_dict(), _report_table(step.report))
+    else:
+        human = "\n".join(f"{s.step}: {s.status}" + (f" ({s.error})" if s.error else "") for s in result.steps)
+        _emit(args, result.as_dict(), human)
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _status(args: argparse.Namespace, settings: Settings) -> int:
+    from mindtui.store import edges as edge_store
+    from mindtui.store import jobs as job_store
+    from mindtui.store import notes as note_store
+    from mindtui.store import open_database
+
+    conn = open_database(settings.db_path, readonly=True)
+    try:
+        counts = {**note_store.corpus_counts(conn), **edge_store.edge_counts(conn)}
+        runs = [r.__dict__ for r in job_store.recent_runs(conn, limit=5)]
+    finally:
+        conn.close()
+    human = f"database {settings.db_path}\n" + _report_table(counts)
+    for run in runs:
+        human += f"\n{run['started_at']}  {run['job']}/{run['step']}  {run['status']}"
+    _emit(args, {"db": str(settings.db_path), **counts, "recent_runs": runs}, human)
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from mindtui.jobs.lock import JobLockedError
+    from mindtui.jobs.runner import StepError
+    from mindtui.store import DatabaseError
+
+    try:
+        settings = load_settings().with_overrides(db=str(args.db) if args.db else None)
+        if args.job:
+            vault = args.vault or settings.vault
+            steps = [s.strip() for s in args.steps.split(",") if s.strip()] if args.steps else None
+            return _run_job(args, settings, args.job, vault, steps)
+        if args.command == "index":
+            return _run_job(args, settings, "index", args.vault_path, ["import"])
+        if args.command == "status" or args.command is None:
+            return _status(args, settings)
+        parser.error(f"unknown command {args.command}")
+    except JobLockedError as exc:
+        print(f"mindtui: {exc}; try again when it has finished", file=sys.stderr)
+        return EXIT_LOCKED
+    except DatabaseError as exc:
+        print(f"mindtui: {exc}", file=sys.stderr)
+        return EXIT_DATABASE
+    except (ConfigError, StepError) as exc:
+        print(f"mindtui: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        print("mindtui: interrupted", file=sys.stderr)
+        return 130
+    return EXIT_OK

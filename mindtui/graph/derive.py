@@ -1,0 +1,64 @@
+"""Derive a note's edges from its resolved references, its type and its chunks.
+
+Pure functions: the importer calls them inside the note's transaction, and again for a
+note whose references resolve differently after other notes changed.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Protocol
+
+from mindtui.store.edges import EdgeRow
+
+TYPE_DEFAULT_CONFIDENCE = 0.7
+STRUCTURE_RULE = "structure"
+
+
+class ResolvedReference(Protocol):
+    relation: str
+    signal: str
+    rule_id: str
+    confidence: float
+    evidence: str
+    target_note_id: str
+
+
+def _dedup(rows: Iterable[EdgeRow]) -> list[EdgeRow]:
+    """One row per dedup key; repeats raise the weight (mention count) and keep the best confidence."""
+    merged: dict[tuple, EdgeRow] = {}
+    for row in rows:
+        key = row.dedup_key
+        if key in merged:
+            old = merged[key]
+            merged[key] = EdgeRow(**{**old.__dict__, "weight": old.weight + row.weight,
+                                     "confidence": max(old.confidence, row.confidence)})
+        else:
+            merged[key] = row
+    return list(merged.values())
+
+
+def reference_edges(note_id: str, note_type: str, edge_defaults: Iterable[str],
+                    references: Iterable[ResolvedReference]) -> list[EdgeRow]:
+    """Explicit edges for resolved references plus the type's default relations for each target."""
+    defaults = tuple(edge_defaults)
+    rows: list[EdgeRow] = []
+    for ref in references:
+        rows.append(EdgeRow(ref.relation, "note", note_id, ref.target_note_id, note_id, "explicit",
+                            ref.rule_id, ref.confidence, ref.signal, 1.0, ref.evidence))
+        for relation in defaults:
+            rows.append(EdgeRow(relation, "note", note_id, ref.target_note_id, note_id, "rule",
+                                f"edge_defaults:{note_type}:{relation}", TYPE_DEFAULT_CONFIDENCE,
+                                "type_default", 1.0, ref.evidence))
+    return _dedup(rows)
+
+
+def structure_edges(note_id: str, chunk_keys: list[str]) -> list[EdgeRow]:
+    """belongs_to chunk -> note, next/prev between consecutive chunks."""
+    rows = [EdgeRow("belongs_to", "chunk", key, note_id, note_id, "structure", STRUCTURE_RULE,
+                    1.0, "structure", 1.0, None) for key in chunk_keys]
+    for first, second in zip(chunk_keys, chunk_keys[1:]):
+        rows.append(EdgeRow("next", "chunk", first, second, note_id, "structure", STRUCTURE_RULE,
+                            1.0, "structure", 1.0, None))
+        rows.append(EdgeRow("prev", "chunk", second, first, note_id, "structure", STRUCTURE_RULE,
+                            1.0, "structure", 1.0, None))
+    return rows

@@ -1,0 +1,62 @@
+"""Query functions for edges."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import apsw
+
+
+@dataclass(frozen=True)
+class EdgeRow:
+    kind: str
+    scope: str  # note | chunk
+    source_id: str
+    target_id: str
+    owner_note_id: str | None
+    provenance: str  # explicit | rule | structure | signal
+    rule_id: str
+    confidence: float
+    signal: str
+    weight: float
+    evidence: str | None
+
+    @property
+    def dedup_key(self) -> tuple[str, str, str, str, str]:
+        return (self.source_id, self.target_id, self.kind, self.scope, self.rule_id)
+
+
+
+def insert_edges(conn: apsw.Connection, edges: Iterable[EdgeRow]) -> None:
+    conn.executemany(
+        "INSERT INTO edges (kind, scope, source_id, target_id, owner_note_id, provenance, rule_id,"
+        " confidence, signal, weight, evidence) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        [(e.kind, e.scope, e.source_id, e.target_id, e.owner_note_id, e.provenance, e.rule_id,
+          e.confidence, e.signal, e.weight, e.evidence) for e in edges],
+    )
+
+
+def delete_reference_edges(conn: apsw.Connection, note_id: str) -> None:
+    """Drop the explicit and type-default edges a note owns (its structure edges stay)."""
+    conn.execute(
+        "DELETE FROM edges WHERE owner_note_id = ? AND provenance IN ('explicit', 'rule')", (note_id,)
+    )
+
+
+def edge_counts(conn: apsw.Connection) -> dict[str, int]:
+    """Totals the import report shows."""
+    row = conn.execute(
+        "SELECT"
+        " count(*) FILTER (WHERE provenance = 'explicit'),"
+        " count(*) FILTER (WHERE provenance = 'explicit' AND signal = 'wikilink'),"
+        " count(*) FILTER (WHERE provenance = 'explicit' AND signal = 'inline'),"
+        " count(*) FILTER (WHERE provenance = 'explicit' AND signal = 'callout'),"
+        " count(*) FILTER (WHERE provenance = 'explicit' AND signal = 'frontmatter'),"
+        " count(*) FILTER (WHERE provenance = 'rule' AND signal = 'type_default'),"
+        " count(*) FILTER (WHERE provenance = 'structure')"
+        " FROM edges"
+    ).fetchone()
+    keys = ("explicit_total", "wikilink_total", "inline_total", "callout_total", "frontmatter_total",
+            "defaults_total", "structure_total")
+    return dict(zip(keys, row))

@@ -1,0 +1,64 @@
+"""Query functions for job runs (one row per step of a job invocation)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from dataclasses import dataclass
+
+import apsw
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class JobRun:
+    run_id: int
+    batch_id: str
+    job: str
+    step: str
+    status: str
+    started_at: str
+    ended_at: str | None
+    report: dict
+    error: str | None
+
+
+def start_step(conn: apsw.Connection, batch_id: str, job: str, step: str) -> int:
+    with conn:
+        conn.execute(
+            "INSERT INTO job_runs (batch_id, job, step, status, started_at) VALUES (?, ?, ?, 'running', ?)",
+            (batch_id, job, step, _now()),
+        )
+        return conn.last_insert_rowid()
+
+
+def finish_step(conn: apsw.Connection, run_id: int, status: str, report: dict | None = None,
+                error: str | None = None) -> None:
+    with conn:
+        conn.execute(
+            "UPDATE job_runs SET status = ?, ended_at = ?, report = ?, error = ? WHERE run_id = ?",
+            (status, _now(), json.dumps(report or {}, ensure_ascii=False, default=str), error, run_id),
+        )
+
+
+def mark_interrupted(conn: apsw.Connection) -> int:
+    """Steps left 'running' by a process that died; call only while holding the job lock."""
+    with conn:
+        conn.execute(
+            "UPDATE job_runs SET status = 'interrupted', ended_at = ?,"
+            " error = coalesce(error, 'the process ended before the step finished') WHERE status = 'running'",
+            (_now(),),
+        )
+        return conn.changes()
+
+
+def recent_runs(conn: apsw.Connection, limit: int = 50) -> list[JobRun]:
+    rows = conn.execute(
+        "SELECT run_id, batch_id, job, step, status, started_at, ended_at, report, error"
+        " FROM job_runs ORDER BY run_id DESC LIMIT ?",
+        (limit,),
+    )
+    return [JobRun(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), r[8]) for r in rows]

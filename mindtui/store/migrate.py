@@ -1,0 +1,74 @@
+"""Schema migrations: numbered files NNNN_name.sql, one transaction each, keyed on user_version."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+
+from mindtui import locations
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def load_migrations(folder: Path | None = None) -> list[Migration]:
+    folder = folder or locations.migrations_dir()
+    found: list[Migration] = []
+    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+        match = _MIGRATION_NAME.match(entry.name)
+        if match:
+            found.append(Migration(int(match.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    versions = [m.version for m in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise RuntimeError(f"migrations in {folder} are not numbered 0001.. without gaps: {versions}")
+    return found
+
+
+def latest_version() -> int:
+    return len(load_migrations())
+
+
+def schema_version(conn: apsw.Connection) -> int:
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    return int(version)
+
+
+def check_schema_version(conn: apsw.Connection, path: Path | str, latest: int | None = None) -> int:
+    from mindtui.store.connection import DatabaseTooNewError
+
+    latest = latest_version() if latest is None else latest
+    current = schema_version(conn)
+    if current > latest:
+        raise DatabaseTooNewError(
+            f"{path}: database schema version {current} is newer than this mindtui understands "
+            f"(up to {latest}). Upgrade mindtui, or point --db at another file; nothing was changed."
+        )
+    return current
+
+
+def apply_migrations(conn: apsw.Connection, path: Path | str = "", migrations: list[Migration] | None = None) -> list[str]:
+    """Apply every migration above the file's user_version, each in its own transaction."""
+    from mindtui.store.connection import APPLICATION_ID
+
+    migrations = load_migrations() if migrations is None else migrations
+    current = check_schema_version(conn, path, latest=len(migrations))
+    applied: list[str] = []
+    for migration in migrations:
+        if migration.version <= current:
+            continue
+        with conn:  # one transaction: a failed migration leaves the previous version intact
+            conn.execute(migration.sql)
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID:d}")
+            # PRAGMA takes no bound parameters; the value is an int we produced ourselves.
+            conn.execute(f"PRAGMA user_version = {migration.version:d}")
+        applied.append(migration.name)
+    return applied

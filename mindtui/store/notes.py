@@ -1,0 +1,209 @@
+"""Query functions for notes, chunks, their full-text rows and their references."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterable
+
+import apsw
+
+
+@dataclass(frozen=True)
+class NoteState:
+    """What the importer needs to decide whether a file changed and how links resolve."""
+
+    note_id: str
+    path: str
+    size: int
+    mtime_ns: int
+    content_hash: str
+    declared_id: str | None
+    aliases: list[str]
+
+
+@dataclass(frozen=True)
+class NoteRecord:
+    note_id: str
+    path: str
+    title: str
+    type: str
+    declared_id: str | None
+    aliases: list[str]
+    tags: list[str]
+    frontmatter: dict
+    lang: str
+    content_hash: str
+    size: int
+    mtime_ns: int
+    retriever_weight: float
+    chunk_profile: str
+    ai_processing: bool
+    private: bool
+    word_count: int
+    warnings: list[str]
+    indexed_at: str
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    chunk_key: str
+    seq: int
+    heading_path: str
+    text: str
+    token_count: int
+    content_hash: str
+    retriever_weight: float
+    line_start: int
+    line_end: int
+    fts_title: str  # analyzed (stemmed) text for the FTS columns
+    fts_headings: str
+    fts_body: str
+
+
+@dataclass(frozen=True)
+class LinkRecord:
+    seq: int
+    relation: str
+    signal: str
+    rule_id: str
+    confidence: float
+    target_raw: str
+    target_path: str
+    subpath: str
+    is_embed: bool
+    line: int
+    evidence: str
+    resolution: str
+    resolved_note_id: str | None
+    detail: str
+
+    @property
+    def target_note_id(self) -> str:  # the graph.derive ResolvedReference protocol
+        return self.resolved_note_id or ""
+
+
+def load_note_states(conn: apsw.Connection) -> dict[str, NoteState]:
+    rows = conn.execute(
+        "SELECT note_id, path, size, mtime_ns, content_hash, declared_id, aliases FROM notes"
+    )
+    return {
+        path: NoteState(note_id, path, size, mtime_ns, content_hash, declared_id, json.loads(aliases))
+        for note_id, path, size, mtime_ns, content_hash, declared_id, aliases in rows
+    }
+
+
+def delete_note(conn: apsw.Connection, note_id: str) -> None:
+    """Remove a note with everything it owns (chunks, full text, references, edges)."""
+    conn.execute("DELETE FROM notes WHERE note_id = ?", (note_id,))
+
+
+def delete_note_at_path(conn: apsw.Connection, path: str) -> None:
+    conn.execute("DELETE FROM notes WHERE path = ?", (path,))
+
+
+def insert_note(conn: apsw.Connection, note: NoteRecord) -> None:
+    conn.execute(
+        "INSERT INTO notes (note_id, path, title, type, declared_id, aliases, tags, frontmatter, lang,"
+        " content_hash, size, mtime_ns, retriever_weight, chunk_profile, ai_processing, private,"
+        " word_count, warnings, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            note.note_id, note.path, note.title, note.type, note.declared_id,
+            json.dumps(note.aliases, ensure_ascii=False), json.dumps(note.tags, ensure_ascii=False),
+            json.dumps(note.frontmatter, ensure_ascii=False, sort_keys=True), note.lang,
+            note.content_hash, note.size, note.mtime_ns, note.retriever_weight, note.chunk_profile,
+            int(note.ai_processing), int(note.private), note.word_count,
+            json.dumps(note.warnings, ensure_ascii=False), note.indexed_at,
+        ),
+    )
+
+
+def insert_chunks(conn: apsw.Connection, note_id: str, chunks: Iterable[ChunkRecord]) -> None:
+    for chunk in chunks:
+        conn.execute(
+            "INSERT INTO chunks (chunk_key, note_id, seq, heading_path, text, token_count, content_hash,"
+            " retriever_weight, line_start, line_end) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (chunk.chunk_key, note_id, chunk.seq, chunk.heading_path, chunk.text, chunk.token_count,
+             chunk.content_hash, chunk.retriever_weight, chunk.line_start, chunk.line_end),
+        )
+        chunk_id = conn.last_insert_rowid()
+        conn.execute(
+            "INSERT INTO chunks_fts (rowid, title, headings, body) VALUES (?,?,?,?)",
+            (chunk_id, chunk.fts_title, chunk.fts_headings, chunk.fts_body),
+        )
+
+
+def insert_links(conn: apsw.Connection, note_id: str, links: Iterable[LinkRecord]) -> None:
+    conn.executemany(
+        "INSERT INTO note_links (note_id, seq, relation, signal, rule_id, confidence, target_raw,"
+        " target_path, subpath, is_embed, line, evidence, resolution, resolved_note_id, detail)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            (note_id, l.seq, l.relation, l.signal, l.rule_id, l.confidence, l.target_raw, l.target_path,
+             l.subpath, int(l.is_embed), l.line, l.evidence, l.resolution, l.resolved_note_id, l.detail)
+            for l in links
+        ],
+    )
+
+
+def load_links(conn: apsw.Connection, note_id: str | None = None) -> dict[str, list[LinkRecord]]:
+    """References grouped by owner note (all notes, or one)."""
+    sql = (
+        "SELECT note_id, seq, relation, signal, rule_id, confidence, target_raw, target_path, subpath,"
+        " is_embed, line, evidence, resolution, resolved_note_id, detail FROM note_links"
+    )
+    args: tuple = ()
+    if note_id is not None:
+        sql += " WHERE note_id = ?"
+        args = (note_id,)
+    grouped: dict[str, list[LinkRecord]] = {}
+    for row in conn.execute(sql + " ORDER BY note_id, seq", args):
+        grouped.setdefault(row[0], []).append(
+            LinkRecord(row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], bool(row[9]),
+                       row[10], row[11], row[12], row[13], row[14])
+        )
+    return grouped
+
+
+def update_link_resolutions(conn: apsw.Connection, note_id: str, links: Iterable[LinkRecord]) -> None:
+    conn.executemany(
+        "UPDATE note_links SET resolution = ?, resolved_note_id = ?, detail = ? WHERE note_id = ? AND seq = ?",
+        [(l.resolution, l.resolved_note_id, l.detail, note_id, l.seq) for l in links],
+    )
+
+
+def touch_note(conn: apsw.Connection, note_id: str, size: int, mtime_ns: int) -> None:
+    """Record a new size/mtime for a file whose content hash did not change."""
+    conn.execute("UPDATE notes SET size = ?, mtime_ns = ? WHERE note_id = ?", (size, mtime_ns, note_id))
+
+
+
+
+def stored_warnings(conn: apsw.Connection) -> list[tuple[str, str]]:
+    """(path, reason) for every indexed note whose file had problems when it was parsed."""
+    out: list[tuple[str, str]] = []
+    for path, warnings in conn.execute("SELECT path, warnings FROM notes WHERE warnings != '[]' ORDER BY path"):
+        out.extend((path, reason) for reason in json.loads(warnings))
+    return out
+
+
+def note_types(conn: apsw.Connection) -> dict[str, tuple[str, str]]:
+    """note_id -> (type, path) for every note."""
+    return {note_id: (type_, path) for note_id, type_, path in conn.execute("SELECT note_id, type, path FROM notes")}
+
+
+def corpus_counts(conn: apsw.Connection) -> dict[str, int]:
+    (notes,) = conn.execute("SELECT count(*) FROM notes").fetchone()
+    (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+    row = conn.execute(
+        "SELECT count(*) FILTER (WHERE resolution IN ('missing','ambiguous','out_of_corpus')),"
+        " count(*) FILTER (WHERE resolution = 'missing'),"
+        " count(*) FILTER (WHERE resolution = 'ambiguous'),"
+        " count(*) FILTER (WHERE resolution = 'out_of_corpus'),"
+        " count(*) FILTER (WHERE resolution = 'attachment')"
+        " FROM note_links"
+    ).fetchone()
+    return {
+        "notes_total": notes, "chunks_total": chunks, "unresolved_total": row[0], "missing_total": row[1],
+        "ambiguous_total": row[2], "out_of_corpus_total": row[3], "attachment_links_total": row[4],
+    }

@@ -1,0 +1,1 @@
+"""The vault: scanning, parsing Obsidian markdown, chunking, resolving links, importing."""

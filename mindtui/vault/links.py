@@ -1,0 +1,184 @@
+"""Obsidian reference syntax: wikilinks, markdown links to notes, `rel:` lines, `[!edge]` callouts.
+
+Functions here read text that has already been masked (code and comments blanked out
+by mindtui.vault.markdown), so anything they find is a real reference.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from mindtui.vault.types import relation_name
+
+LINKS_TO = "links_to"
+WIKILINK_CONFIDENCE = 1.0
+INLINE_CONFIDENCE = 0.95
+CALLOUT_CONFIDENCE = 0.95
+FRONTMATTER_CONFIDENCE = 1.0
+EVIDENCE_CHARS = 300
+
+WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*?)\]\]")
+MARKDOWN_LINK = re.compile(r"(!?)\[[^\]\n]*\]\((<[^>\n]+>|[^)\s]+)(?:\s+\"[^\"\n]*\")?\)")
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+REL_LINE = re.compile(r"^\s*(?:[-*+]\s+)?rel::?\s*([A-Za-z][\w-]*)\s*:?\s+(.*\[\[.*)$")
+CALLOUT_START = re.compile(r"^\s*>\s*\[!([^\]\n]+)\][+-]?\s?(.*)$")
+CALLOUT_LINE = re.compile(r"^\s*>(.*)$")
+RELATION_PART = re.compile(r"^\s*([A-Za-z][\w -]*?)\s*::?\s*(.*\[\[.*)$")
+
+# Links to these are attachments, not notes (Obsidian opens them with a viewer).
+ATTACHMENT_EXTENSIONS = frozenset(
+    "png jpg jpeg gif svg webp bmp avif pdf mp3 mp4 webm ogg ogv wav m4a flac mov mkv "
+    "canvas base excalidraw csv zip docx xlsx pptx epub".split()
+)
+
+
+@dataclass(frozen=True)
+class LinkRef:
+    relation: str
+    signal: str  # wikilink | inline | callout | frontmatter
+    rule_id: str
+    confidence: float
+    target_raw: str  # as written, without the label
+    target_path: str  # before '#', '' for a link into the same note
+    subpath: str  # heading or ^block, '' when none
+    is_embed: bool
+    line: int  # 1-based line in the file; 0 for frontmatter
+    evidence: str
+
+
+def split_target(inner: str) -> tuple[str, str, str]:
+    """'Folder/Note#Heading|label' -> ('Folder/Note#Heading', 'Folder/Note', 'Heading')."""
+    inner = inner.replace("\\|", "|")  # tables escape the label pipe
+    target = inner.split("|", 1)[0].strip()
+    path, _, subpath = target.partition("#")
+    return target, path.strip(), subpath.strip()
+
+
+def is_attachment(target_path: str) -> bool:
+    _, dot, ext = target_path.rpartition(".")
+    return bool(dot) and ext.lower() in ATTACHMENT_EXTENSIONS
+
+
+def evidence_around(line_text: str, start: int, end: int) -> str:
+    """The line a reference stands in, cut to a window around it when the line is long."""
+    text = line_text.strip()
+    if len(text) <= EVIDENCE_CHARS:
+        return text
+    offset = len(line_text) - len(line_text.lstrip())
+    start, end = max(0, start - offset), max(0, end - offset)
+    half = (EVIDENCE_CHARS - (end - start)) // 2
+    lo = max(0, start - max(half, 0))
+    hi = min(len(text), lo + EVIDENCE_CHARS)
+    return ("…" if lo else "") + text[lo:hi].strip() + ("…" if hi < len(text) else "")
+
+
+def wikilinks_in(text: str) -> list[re.Match[str]]:
+    return list(WIKILINK.finditer(text))
+
+
+def _ref(match: re.Match[str], line_text: str, line_no: int, relation: str, signal: str,
+         rule_id: str, confidence: float) -> LinkRef:
+    # line_text is the original line; match offsets come from its masked twin (same length).
+    target, path, subpath = split_target(match.group(2))
+    return LinkRef(
+        relation=relation, signal=signal, rule_id=rule_id, confidence=confidence,
+        target_raw=target, target_path=path, subpath=subpath, is_embed=match.group(1) == "!",
+        line=line_no, evidence=evidence_around(line_text, match.start(), match.end()),
+    )
+
+
+def _markdown_link_target(raw: str, note_dir: str) -> str | None:
+    """A markdown link's target as a vault path, or None for URLs and in-page anchors."""
+    raw = raw[1:-1] if raw.startswith("<") else raw
+    if not raw or raw.startswith("#") or _SCHEME.match(raw):
+        return None
+    raw = unquote(raw)
+    path, _, _ = raw.partition("#")
+    if not path:
+        return None
+    if path.startswith("/"):
+        return path.lstrip("/")
+    joined = posixpath.normpath(posixpath.join(note_dir, path)) if note_dir else posixpath.normpath(path)
+    return joined
+
+
+def references_in_line(masked: str, line_text: str, line_no: int, note_dir: str) -> list[LinkRef]:
+    """Plain links (wikilinks and markdown links to vault files) in one line."""
+    refs = [
+        _ref(m, line_text, line_no, LINKS_TO, "wikilink", "wikilink", WIKILINK_CONFIDENCE)
+        for m in WIKILINK.finditer(masked)
+    ]
+    if "](" in masked:
+        for m in MARKDOWN_LINK.finditer(masked):
+            path = _markdown_link_target(m.group(2), note_dir)
+            if path is None:
+                continue
+            _, _, subpath = unquote(m.group(2).strip("<>")).partition("#")
+            refs.append(LinkRef(
+                relation=LINKS_TO, signal="wikilink", rule_id="markdown_link",
+                confidence=WIKILINK_CONFIDENCE, target_raw=m.group(2).strip("<>"),
+                target_path=path, subpath=subpath, is_embed=m.group(1) == "!", line=line_no,
+                evidence=evidence_around(line_text, m.start(), m.end()),
+            ))
+    return refs
+
+
+def typed_references(text: str, line_text: str, line_no: int, signal: str, rule_id: str,
+                     confidence: float, relation: str) -> list[LinkRef]:
+    name = relation_name(relation)
+    evidence = line_text.strip()[:EVIDENCE_CHARS]  # rel lines and callout lines are short
+    refs = []
+    for m in WIKILINK.finditer(text):
+        target, path, subpath = split_target(m.group(2))
+        refs.append(LinkRef(
+            relation=name, signal=signal, rule_id=rule_id, confidence=confidence, target_raw=target,
+            target_path=path, subpath=subpath, is_embed=m.group(1) == "!", line=line_no,
+            evidence=evidence,
+        ))
+    return refs
+
+
+def rel_line_references(masked: str, line_text: str, line_no: int) -> list[LinkRef]:
+    """`rel: similar_to [[X]] [[Y]]` -> one typed reference per link."""
+    match = REL_LINE.match(masked)
+    if not match:
+        return []
+    return typed_references(match.group(2), line_text, line_no, "inline", "inline:rel",
+                            INLINE_CONFIDENCE, match.group(1))
+
+
+def callout_relation_references(content: str, line_text: str, line_no: int) -> list[LinkRef]:
+    """The `relation: [[X]] [[Y]]` part of a line inside an `[!edge]` callout."""
+    match = RELATION_PART.match(content)
+    if not match:
+        return []
+    return typed_references(match.group(2), line_text, line_no, "callout", "callout:edge",
+                            CALLOUT_CONFIDENCE, match.group(1))
+
+
+def frontmatter_references(metadata: dict, fm_lines: list[str], relation_for) -> list[LinkRef]:
+    """Wikilinks in frontmatter values (`related: ["[[X]]"]`) as typed references."""
+    skip = {"aliases", "alias", "tags", "tag", "cssclasses", "cssclass", "id", "type", "title"}
+    refs: list[LinkRef] = []
+    for key, value in metadata.items():
+        if not isinstance(key, str) or key.lower() in skip:
+            continue
+        values = value if isinstance(value, list) else [value]
+        strings = [v for v in values if isinstance(v, str) and "[[" in v]
+        if not strings:
+            continue
+        line_no = next((i + 2 for i, text in enumerate(fm_lines) if text.startswith(f"{key}:")), 1)
+        relation = relation_for(key)
+        for text in strings:
+            for m in WIKILINK.finditer(text):
+                target, path, subpath = split_target(m.group(2))
+                refs.append(LinkRef(
+                    relation=relation, signal="frontmatter", rule_id=f"frontmatter:{key.lower()}",
+                    confidence=FRONTMATTER_CONFIDENCE, target_raw=target, target_path=path,
+                    subpath=subpath, is_embed=False, line=line_no,
+                    evidence=f"{key}: {text}"[:EVIDENCE_CHARS],
+                ))
+    return refs

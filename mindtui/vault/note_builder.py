@@ -1,0 +1,149 @@
+"""Turn one file's bytes into the rows the store keeps for it (note, chunks, references)."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from dataclasses import dataclass, field, replace
+
+from mindtui.store import fulltext
+from mindtui.store.notes import ChunkRecord, LinkRecord, NoteRecord
+from mindtui.vault.chunking import chunk_note, passage_text
+from mindtui.vault.links import LinkRef
+from mindtui.vault.markdown import ParsedNote, decode, parse_note, string_list
+from mindtui.vault.resolve import NameIndex
+from mindtui.vault.types import TypeRegistry
+
+# Bump when parsing or chunking changes meaning: the importer then re-reads every file.
+PARSER_VERSION = 1
+
+
+def sha256_hex(data: bytes | str) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def path_note_id(path: str) -> str:
+    """The stable id of a note without a frontmatter id: a hash of its vault path."""
+    return "p" + sha256_hex(path)[:15]
+
+
+def declared_id(metadata: dict) -> str | None:
+    value = metadata.get("id")
+    if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+        return str(value).strip()
+    return None
+
+
+def _flag_off(value) -> bool:
+    return isinstance(value, str) and value.strip().lower() in {"none", "off", "no", "false"} or value is False
+
+
+def _is_private(metadata: dict) -> bool:
+    if metadata.get("private") is True:
+        return True
+    visibility = metadata.get("visibility")
+    return isinstance(visibility, str) and visibility.strip().lower() == "private"
+
+
+@dataclass
+class ParsedFile:
+    """A file read and parsed, before its note id is settled."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    content_hash: str
+    parsed: ParsedNote
+    declared_id: str | None
+    aliases: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+
+def parse_file(path: str, data: bytes, size: int, mtime_ns: int, registry: TypeRegistry) -> ParsedFile:
+    """Raises markdown.NotMarkdownError for binary content; everything else becomes a warning."""
+    text, warnings = decode(data)
+    parsed = parse_note(text, path, registry.frontmatter_relation)
+    warnings = warnings + parsed.warnings
+    if not text.strip():
+        warnings.append("empty file")
+    aliases = string_list(parsed.metadata.get("aliases", parsed.metadata.get("alias")))
+    return ParsedFile(path, size, mtime_ns, sha256_hex(data), parsed, declared_id(parsed.metadata), aliases, warnings)
+
+
+def title_for(path: str, metadata: dict) -> str:
+    title = metadata.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    return path.rpartition("/")[2][:-3] if path.lower().endswith(".md") else path.rpartition("/")[2]
+
+
+@dataclass
+class NoteRows:
+    note: NoteRecord
+    chunks: list[ChunkRecord]
+    links: list[LinkRecord]
+
+
+def resolve_links(links: list[LinkRecord], note_id: str, path: str, names: NameIndex) -> list[LinkRecord]:
+    """The same references with their resolution against `names` filled in."""
+    out: list[LinkRecord] = []
+    for link in links:
+        found = names.resolve(link.target_path, note_id, path)
+        out.append(replace(link, resolution=found.status, resolved_note_id=found.note_id, detail=found.detail))
+    return out
+
+
+def _link_records(refs: list[LinkRef]) -> list[LinkRecord]:
+    return [
+        LinkRecord(seq, ref.relation, ref.signal, ref.rule_id, ref.confidence, ref.target_raw,
+                   ref.target_path, ref.subpath, ref.is_embed, ref.line, ref.evidence, "missing", None, "")
+        for seq, ref in enumerate(refs)
+    ]
+
+
+def build_rows(item: ParsedFile, note_id: str, registry: TypeRegistry, names: NameIndex) -> NoteRows:
+    meta = item.parsed.metadata
+    warnings = list(item.warnings)
+    note_type = registry.type_for(meta.get("type"), item.path)
+    type_info = registry.note_type(note_type)
+    if note_type not in registry.types:
+        warnings.append(f"type {note_type!r} is not in the type registry; using {registry.default_type!r} settings")
+
+    profile_name = type_info.chunk_profile
+    if isinstance(meta.get("chunk_profile"), str):
+        if meta["chunk_profile"] in registry.profiles:
+            profile_name = meta["chunk_profile"]
+        else:
+            warnings.append(f"unknown chunk_profile {meta['chunk_profile']!r}; using {profile_name!r}")
+    weight = type_info.retriever_weight
+    if "retriever_weight" in meta:
+        try:
+            weight = float(meta["retriever_weight"])
+        except (TypeError, ValueError):
+            warnings.append(f"retriever_weight {meta['retriever_weight']!r} is not a number; using {weight}")
+
+    title = title_for(item.path, meta)
+    body = "\n".join(item.parsed.lines)
+    lang = fulltext.detect_language(body)
+    chunks = chunk_note(title, item.parsed, registry.profile(profile_name))
+    fts_title = fulltext.analyze(" ".join([title] + item.aliases), lang)
+    chunk_rows = [
+        ChunkRecord(
+            chunk_key=f"{note_id}#{c.seq}", seq=c.seq, heading_path=c.heading_path, text=c.text,
+            token_count=c.token_count, content_hash=sha256_hex(passage_text(title, c.heading_path, c.text)),
+            retriever_weight=weight, line_start=c.line_start, line_end=c.line_end, fts_title=fts_title,
+            fts_headings=fulltext.analyze(c.heading_path, lang), fts_body=fulltext.analyze(c.text, lang),
+        )
+        for c in chunks
+    ]
+    note = NoteRecord(
+        note_id=note_id, path=item.path, title=title, type=note_type, declared_id=item.declared_id,
+        aliases=item.aliases, tags=item.parsed.tags, frontmatter=meta, lang=lang,
+        content_hash=item.content_hash, size=item.size, mtime_ns=item.mtime_ns, retriever_weight=weight,
+        chunk_profile=profile_name, ai_processing=not _flag_off(meta.get("ai_processing", True)),
+        private=_is_private(meta), word_count=len(fulltext.words(body)), warnings=warnings,
+        indexed_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    )
+    return NoteRows(note, chunk_rows, resolve_links(_link_records(item.parsed.links), note_id, item.path, names))

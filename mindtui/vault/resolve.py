@@ -1,0 +1,119 @@
+"""Link resolution as Obsidian does it: vault path, then unique file name, then aliases.
+
+Ambiguous or missing targets are never guessed: they come back unresolved with the reason.
+Links to markdown files that exist but are not indexed (excluded, too large) are
+`out_of_corpus`, not missing.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from mindtui.vault.links import is_attachment
+
+
+@dataclass(frozen=True)
+class Resolution:
+    status: str  # resolved | self | attachment | missing | ambiguous | out_of_corpus
+    note_id: str | None = None
+    detail: str = ""
+
+
+def _stem_key(path: str) -> str:
+    """'Folder/Note.md' -> 'folder/note': the case-insensitive key Obsidian matches on."""
+    path = path.strip().replace("\\", "/").lstrip("/")
+    if path.lower().endswith(".md"):
+        path = path[:-3]
+    return path.lower()
+
+
+@dataclass
+class NameIndex:
+    """All names a link can use, built from indexed notes plus the vault's other files."""
+
+    by_path: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    by_name: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    by_alias: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    by_suffix: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # 'sub/note'
+    paths: dict[str, str] = field(default_factory=dict)  # note_id -> path (for messages)
+    outside: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (path, reason)
+    outside_names: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    attachments: set[str] = field(default_factory=set)  # lower-case paths and file names
+
+    def add_note(self, note_id: str, path: str, aliases: list[str]) -> None:
+        key = _stem_key(path)
+        self.by_path[key].append(note_id)
+        self.by_name[key.rpartition("/")[2]].append(note_id)
+        parts = key.split("/")
+        for i in range(1, len(parts) - 1):
+            self.by_suffix["/".join(parts[i:])].append(note_id)
+        for alias in {a.strip().lower() for a in aliases if a and a.strip()}:
+            self.by_alias[alias].append(note_id)
+        self.paths[note_id] = path
+
+    def add_outside(self, path: str, reason: str) -> None:
+        key = _stem_key(path)
+        self.outside[key] = (path, reason)
+        self.outside_names[key.rpartition("/")[2]].append(key)
+
+    def add_attachment(self, path: str) -> None:
+        lower = path.lower()
+        self.attachments.add(lower)
+        self.attachments.add(lower.rpartition("/")[2])
+
+    def _pick(self, candidates: list[str], how: str) -> Resolution | None:
+        unique = sorted(set(candidates))
+        if len(unique) == 1:
+            return Resolution("resolved", unique[0], how)
+        if len(unique) > 1:
+            names = ", ".join(sorted(self.paths.get(c, c) for c in unique)[:5])
+            return Resolution("ambiguous", None, f"{len(unique)} notes match by {how}: {names}")
+        return None
+
+    def resolve(self, target_path: str, source_note_id: str, source_path: str) -> Resolution:
+        if not target_path.strip():
+            return Resolution("self", source_note_id)
+        if is_attachment(target_path):
+            lower = target_path.strip().lower().lstrip("/")
+            if lower in self.attachments or lower.rpartition("/")[2] in self.attachments:
+                return Resolution("attachment", None, target_path)
+            return Resolution("missing", None, f"attachment {target_path!r} not found in the vault")
+        key = _stem_key(target_path)
+        found = self._resolve_note(key, source_path)
+        if found is not None:
+            if found.note_id == source_note_id:
+                return Resolution("self", source_note_id)
+            return found
+        outside = self._outside(key)
+        if outside is not None:
+            return outside
+        return Resolution("missing", None, f"no note named {target_path!r}")
+
+    def _resolve_note(self, key: str, source_path: str) -> Resolution | None:
+        if key in self.by_path:
+            return self._pick(self.by_path[key], "path")
+        folder = source_path.rpartition("/")[0]
+        if folder or key.startswith("."):
+            relative = posixpath.normpath(posixpath.join(folder.lower(), key))
+            if relative in self.by_path:
+                return self._pick(self.by_path[relative], "relative path")
+        if "/" in key:
+            picked = self._pick(self.by_suffix.get(key, []), "path suffix")
+            if picked is not None:
+                return picked
+        else:
+            picked = self._pick(self.by_name.get(key, []), "file name")
+            if picked is not None:
+                return picked
+        return self._pick(self.by_alias.get(key, []), "alias")
+
+    def _outside(self, key: str) -> Resolution | None:
+        hit = self.outside.get(key)
+        if hit is None and "/" not in key and len(self.outside_names.get(key, [])) == 1:
+            hit = self.outside[self.outside_names[key][0]]
+        if hit is None:
+            return None
+        path, reason = hit
+        return Resolution("out_of_corpus", None, f"{path}: {reason}")

@@ -1,0 +1,125 @@
+"""Shared fixtures: scratch vaults written file by file, a real store (apsw + sqlite-vec)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mindtui.config import load_settings
+from mindtui.store import open_database
+from mindtui.vault.importer import VaultImporter
+from mindtui.vault.types import load_type_registry
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_VAULT = REPO / "sample_vault"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(tmp_path_factory, monkeypatch):
+    """No test reads the developer's own config, data folder or MINDTUI_* variables."""
+    for name in list(os.environ):
+        if name.startswith("MINDTUI_"):
+            monkeypatch.delenv(name)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("MINDTUI_CONFIG_FILE", str(home / "absent.yaml"))
+    monkeypatch.setenv("MINDTUI_DATA_DIR", str(home / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "share"))
+    # load_settings treats a named but absent MINDTUI_CONFIG_FILE as an error; tests that
+    # want no user file point it at an empty one.
+    (home / "absent.yaml").write_text("", encoding="utf-8")
+
+
+class Vault:
+    """A scratch vault: write(), remove(), rename() files; import_into() a database."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def write(self, rel: str, text: str, dedent: bool = True) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n") if dedent else text, encoding="utf-8")
+        return path
+
+    def write_bytes(self, rel: str, data: bytes) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        return path
+
+    def remove(self, rel: str) -> None:
+        (self.root / rel).unlink()
+
+    def rename(self, old: str, new: str) -> None:
+        target = self.root / new
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (self.root / old).rename(target)
+
+
+@pytest.fixture
+def vault(tmp_path) -> Vault:
+    return Vault(tmp_path / "vault")
+
+
+@pytest.fixture
+def sample_vault(tmp_path) -> Vault:
+    """A private copy of the bundled sample vault (tests may change it)."""
+    target = tmp_path / "sample"
+    shutil.copytree(SAMPLE_VAULT, target, symlinks=True)
+    return Vault(target)
+
+
+@pytest.fixture
+def db_path(tmp_path) -> Path:
+    return tmp_path / "store" / "mindtui.db"
+
+
+@pytest.fixture
+def registry():
+    return load_type_registry(load_settings().types_file)
+
+
+def run_import(db_path: Path, vault_root: Path, **options):
+    """Import with the default settings (plus options) and return the report."""
+    settings = load_settings()
+    registry = load_type_registry(settings.types_file)
+    conn = open_database(db_path)
+    try:
+        importer = VaultImporter(
+            conn, vault_root, registry,
+            exclude=options.pop("exclude", settings.get("import.exclude")),
+            max_file_bytes=options.pop("max_file_bytes", settings.get("import.max_file_bytes")),
+            **options,
+        )
+        return importer.run()
+    finally:
+        conn.close()
+
+
+VOLATILE_COLUMNS = {"notes": {"indexed_at"}, "chunks": {"chunk_id"}, "edges": {"edge_id"}}
+
+
+def dump_database(db_path: Path) -> dict[str, list[tuple]]:
+    """Every row that describes the vault (no run history, no surrogate ids), sorted."""
+    conn = open_database(db_path, migrate=False)
+    try:
+        out: dict[str, list[tuple]] = {}
+        for table in ("notes", "chunks", "note_links", "edges", "meta"):
+            columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+            keep = [c for c in columns if c not in VOLATILE_COLUMNS.get(table, set())]
+            rows = conn.execute(f"SELECT {', '.join(keep)} FROM {table}").fetchall()
+            out[table] = sorted(rows, key=repr)
+        # The full-text rows must line up with the chunks they index.
+        out["fts"] = sorted(conn.execute(
+            "SELECT c.chunk_key FROM chunks_fts f JOIN chunks c ON c.chunk_id = f.rowid").fetchall())
+        (fts_rows,) = conn.execute("SELECT count(*) FROM chunks_fts").fetchone()
+        out["fts_count"] = [(fts_rows,)]
+        return out
+    finally:
+        conn.close()

@@ -1,0 +1,84 @@
+"""Chunking: headings first, the token budget always holds."""
+
+from __future__ import annotations
+
+import textwrap
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mindtui.vault.chunking import chunk_note, passage_text
+from mindtui.vault.markdown import parse_note
+from mindtui.vault.tokens import estimate_tokens
+from mindtui.vault.types import ChunkProfile
+
+PROFILE = ChunkProfile("test", max_tokens=120, min_tokens=20, split_levels=3)
+
+
+def chunks_of(text: str, profile: ChunkProfile = PROFILE, title: str = "Titel"):
+    return chunk_note(title, parse_note(textwrap.dedent(text).lstrip("\n"), "n.md"), profile)
+
+
+def paragraph(n_words: int, word: str = "Wissensmanagement") -> str:
+    return " ".join([word] * n_words) + "."
+
+
+def test_headings_start_chunks_with_their_path():
+    chunks = chunks_of(
+        f"""
+        Einleitung {paragraph(15)}
+        # Eins
+        {paragraph(15)}
+        ## Unter
+        {paragraph(15)}
+        # Zwei
+        {paragraph(15)}
+        """
+    )
+    assert [c.heading_path for c in chunks] == ["", "Eins", "Eins > Unter", "Zwei"]
+    assert [c.seq for c in chunks] == [0, 1, 2, 3]
+    assert chunks[2].line_start == 4 and "# Eins" not in chunks[1].text
+
+
+def test_small_sections_are_merged_and_keep_their_heading():
+    chunks = chunks_of("# A\nkurz\n# B\nauch kurz\n")
+    assert len(chunks) == 1
+    assert "kurz" in chunks[0].text and "# B" in chunks[0].text and "auch kurz" in chunks[0].text
+
+
+def test_deep_headings_below_split_level_stay_inside():
+    profile = ChunkProfile("coarse", max_tokens=400, min_tokens=1, split_levels=1)
+    chunks = chunks_of(f"# A\n{paragraph(10)}\n### Tief\n{paragraph(10)}\n# B\n{paragraph(10)}\n", profile)
+    assert [c.heading_path for c in chunks] == ["A", "B"]
+    assert "### Tief" in chunks[0].text
+
+
+def test_long_section_splits_at_paragraphs_then_sentences_then_words():
+    long_paragraph = " ".join(f"Satz {i} über Verknüpfungen." for i in range(200))
+    one_word = "x" * 5000
+    chunks = chunks_of(f"# Lang\n{paragraph(30)}\n\n{paragraph(30)}\n\n{long_paragraph}\n\n{one_word}\n")
+    assert len(chunks) > 5
+    for chunk in chunks:
+        assert chunk.token_count <= PROFILE.max_tokens
+        assert estimate_tokens(passage_text("Titel", chunk.heading_path, chunk.text)) == chunk.token_count
+    joined = " ".join(c.text for c in chunks)
+    assert "Satz 0 über" in joined and "Satz 199 über" in joined and joined.count("x") >= 5000
+
+
+def test_code_fence_is_not_cut_at_blank_lines():
+    code = "```python\n" + "\n\n".join(f"a{i} = {i}" for i in range(5)) + "\n```"
+    chunks = chunks_of(f"# Code\n{paragraph(60)}\n\n{code}\n", ChunkProfile("p", 100, 10, 3))
+    holding = [c for c in chunks if "a0 = 0" in c.text]
+    assert len(holding) == 1 and "a4 = 4" in holding[0].text
+
+
+def test_empty_body_gives_no_chunks():
+    assert chunks_of("---\ntitle: nur Frontmatter\n---\n") == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=3000), st.integers(40, 500))
+def test_no_chunk_ever_exceeds_its_budget(text, max_tokens):
+    profile = ChunkProfile("prop", max_tokens=max_tokens, min_tokens=10, split_levels=3)
+    for chunk in chunk_note("Ein Titel", parse_note(text, "p.md"), profile):
+        assert chunk.token_count <= min(max_tokens, 504)

@@ -1,0 +1,220 @@
+"""Importing a vault: rows written, idempotence, incremental changes, resolution over time."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from mindtui.store import open_database
+
+from conftest import dump_database, run_import
+
+
+def query(db_path, sql, args=()):
+    conn = open_database(db_path, migrate=False)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def edges_of(db_path, source_path):
+    return query(db_path,
+                 "SELECT e.kind, t.path, e.provenance, e.rule_id, e.signal, e.confidence, e.weight FROM edges e"
+                 " JOIN notes s ON s.note_id = e.source_id JOIN notes t ON t.note_id = e.target_id"
+                 " WHERE s.path = ? ORDER BY 1, 2, 4", (source_path,))
+
+
+def small_vault(vault):
+    vault.write("Konzepte/BM25.md", """
+        ---
+        aliases: [Okapi BM25]
+        ---
+        # BM25
+        BM25 gewichtet Terme nach Häufigkeit. Siehe [[Vektorsuche]] und [[Vektorsuche|nochmal]].
+        rel: similar_to [[TF-IDF]]
+        """)
+    vault.write("Konzepte/Vektorsuche.md", "Vektoren finden Ähnliches. Gegenstück: [[Okapi BM25]].\n")
+    vault.write("Konzepte/TF-IDF.md", "> [!edge] derived_from: [[BM25]]\nAlt, aber gut.\n")
+    vault.write("Projekte/Suche.md", """
+        ---
+        related: ["[[BM25]]"]
+        ---
+        Wir bauen eine Suche mit [[Konzepte/Vektorsuche]] und [[Fehlt noch]].
+        """)
+
+
+def test_import_writes_notes_chunks_links_and_edges(vault, db_path):
+    small_vault(vault)
+    report = run_import(db_path, vault.root)
+    assert (report.notes_total, report.notes_added) == (4, 4)
+    assert report.unresolved_total == 1 and report.missing_total == 1
+    assert report.inline_total == 1 and report.callout_total == 1 and report.frontmatter_total == 1
+    assert report.chunks_total == 4 and report.structure_total == 4  # one belongs_to per chunk
+
+    assert edges_of(db_path, "Konzepte/BM25.md") == [
+        ("links_to", "Konzepte/TF-IDF.md", "explicit", "wikilink", "wikilink", 1.0, 1.0),
+        ("links_to", "Konzepte/Vektorsuche.md", "explicit", "wikilink", "wikilink", 1.0, 2.0),  # two mentions
+        ("related_to", "Konzepte/TF-IDF.md", "rule", "edge_defaults:concept:related_to", "type_default", 0.7, 2.0),
+        ("related_to", "Konzepte/Vektorsuche.md", "rule", "edge_defaults:concept:related_to", "type_default", 0.7, 2.0),
+        ("similar_to", "Konzepte/TF-IDF.md", "explicit", "inline:rel", "inline", 0.95, 1.0),
+    ]
+    project = edges_of(db_path, "Projekte/Suche.md")
+    assert ("related_to", "Konzepte/BM25.md", "explicit", "frontmatter:related", "frontmatter", 1.0, 1.0) in project
+    assert ("uses", "Konzepte/Vektorsuche.md", "rule", "edge_defaults:project:uses", "type_default", 0.7, 1.0) in project
+    # resolved by alias
+    assert ("links_to", "Konzepte/BM25.md") in [(k, t) for k, t, *_ in edges_of(db_path, "Konzepte/Vektorsuche.md")]
+    (unresolved,) = query(db_path, "SELECT target_raw, reason, evidence FROM unresolved_links")
+    assert unresolved[:2] == ("Fehlt noch", "missing") and "Wir bauen eine Suche" in unresolved[2]
+
+
+def test_dedup_key_holds(vault, db_path):
+    small_vault(vault)
+    run_import(db_path, vault.root)
+    dupes = query(db_path, "SELECT source_id, target_id, kind, scope, rule_id, count(*) FROM edges"
+                           " GROUP BY 1, 2, 3, 4, 5 HAVING count(*) > 1")
+    assert dupes == []
+
+
+def test_structure_edges_chain_chunks(vault, db_path):
+    long_text = "\n\n".join(f"## Teil {i}\n" + "Wort " * 120 for i in range(3))
+    vault.write("Lang.md", long_text, dedent=False)
+    run_import(db_path, vault.root)
+    keys = [k for (k,) in query(db_path, "SELECT chunk_key FROM chunks ORDER BY seq")]
+    assert len(keys) == 3
+    rows = set(query(db_path, "SELECT kind, source_id, target_id FROM edges WHERE provenance = 'structure'"))
+    note_id = keys[0].split("#")[0]
+    assert {("belongs_to", k, note_id) for k in keys} <= rows
+    assert ("next", keys[0], keys[1]) in rows and ("prev", keys[2], keys[1]) in rows
+    assert len(rows) == 3 + 2 + 2
+
+
+def test_second_run_changes_nothing(vault, db_path):
+    small_vault(vault)
+    run_import(db_path, vault.root)
+    before = dump_database(db_path)
+    report = run_import(db_path, vault.root)
+    assert (report.notes_unchanged, report.notes_added, report.notes_changed, report.notes_deleted) == (4, 0, 0, 0)
+    assert dump_database(db_path) == before
+
+
+def test_touched_but_identical_file_is_not_rewritten(vault, db_path):
+    small_vault(vault)
+    run_import(db_path, vault.root)
+    path = vault.root / "Konzepte/BM25.md"
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 5_000_000_000))
+    report = run_import(db_path, vault.root)
+    assert report.notes_changed == 0 and report.notes_unchanged == 4
+    assert query(db_path, "SELECT mtime_ns FROM notes WHERE path = ?", ("Konzepte/BM25.md",))[0][0] == path.stat().st_mtime_ns
+
+
+def test_incremental_equals_clean(vault, db_path, tmp_path):
+    """Change, delete, add and rename files; the incremental result equals a fresh import."""
+    small_vault(vault)
+    run_import(db_path, vault.root)
+    vault.write("Konzepte/Vektorsuche.md", "Jetzt mit Link auf [[TF-IDF]].\n")
+    vault.remove("Konzepte/TF-IDF.md")
+    vault.write("Neu.md", "Neu verweist auf [[Fehlt noch]] und [[BM25]].\n")
+    vault.rename("Projekte/Suche.md", "Archiv/Suche alt.md")
+    report = run_import(db_path, vault.root)
+    assert (report.notes_added, report.notes_changed, report.notes_deleted) == (2, 1, 2)
+    assert report.notes_renamed == 1
+    fresh = tmp_path / "fresh.db"
+    run_import(fresh, vault.root)
+    assert dump_database(db_path) == dump_database(fresh)
+    # the deleted note took its chunks and edges; links to it are unresolved now
+    assert query(db_path, "SELECT count(*) FROM notes WHERE path = 'Konzepte/TF-IDF.md'")[0][0] == 0
+    assert ("TF-IDF", "missing") in query(db_path, "SELECT target_raw, reason FROM unresolved_links")
+
+
+def test_link_resolves_when_target_appears(vault, db_path):
+    vault.write("A.md", "Verweis auf [[Später]].\n")
+    report = run_import(db_path, vault.root)
+    assert report.unresolved_total == 1
+    vault.write("Unterordner/Später.md", "Jetzt gibt es mich.\n")
+    report = run_import(db_path, vault.root)
+    assert report.unresolved_total == 0 and report.notes_relinked == 1
+    assert [k for k, *_ in edges_of(db_path, "A.md")] == ["links_to"]
+
+
+def test_link_resolves_when_only_the_target_gains_an_alias(vault, db_path):
+    vault.write("A.md", "Verweis auf [[RRF]].\n")
+    vault.write("Reciprocal Rank Fusion.md", "Fusion.\n")
+    assert run_import(db_path, vault.root).unresolved_total == 1
+    vault.write("Reciprocal Rank Fusion.md", "---\naliases: [RRF]\n---\nFusion.\n")
+    report = run_import(db_path, vault.root)
+    assert report.unresolved_total == 0 and report.notes_changed == 1 and report.notes_relinked == 1
+    assert edges_of(db_path, "A.md")[0][1] == "Reciprocal Rank Fusion.md"
+
+
+def test_link_becomes_ambiguous_when_a_namesake_appears(vault, db_path, tmp_path):
+    vault.write("A.md", "Verweis auf [[Notizen]].\n")
+    vault.write("Projekte/Notizen.md", "eins\n")
+    assert run_import(db_path, vault.root).unresolved_total == 0
+    vault.write("Inbox/Notizen.md", "zwei\n")
+    report = run_import(db_path, vault.root)
+    assert report.ambiguous_total == 1 and edges_of(db_path, "A.md") == []
+    fresh = tmp_path / "fresh.db"
+    run_import(fresh, vault.root)
+    assert dump_database(db_path) == dump_database(fresh)
+
+
+def test_type_from_folder_frontmatter_and_overrides(vault, db_path):
+    vault.write("Personen/Ada.md", "Person.\n")
+    vault.write("Inbox/Buch.md", "---\ntype: book\nretriever_weight: 1.3\n---\nBuch.\n")
+    vault.write("Inbox/X.md", "---\ntype: erfunden\nchunk_profile: fine\n---\nX.\n")
+    run_import(db_path, vault.root)
+    rows = dict((p, (t, w, prof)) for p, t, w, prof in
+                query(db_path, "SELECT path, type, retriever_weight, chunk_profile FROM notes"))
+    assert rows["Personen/Ada.md"] == ("person", 0.85, "compact")
+    assert rows["Inbox/Buch.md"] == ("book", 1.3, "fine")
+    assert rows["Inbox/X.md"] == ("erfunden", 1.0, "fine")
+    (weights,) = query(db_path, "SELECT c.retriever_weight FROM chunks c JOIN notes n USING(note_id) WHERE n.path = 'Inbox/Buch.md'")
+    assert weights == (1.3,)
+
+
+def test_privacy_and_ai_processing_flags(vault, db_path):
+    vault.write("Privat.md", "---\nprivate: true\n---\nGeheim.\n")
+    vault.write("Sichtbar.md", "---\nvisibility: private\nai_processing: none\n---\nNur für mich.\n")
+    vault.write("Offen.md", "Offen.\n")
+    run_import(db_path, vault.root)
+    flags = dict((p, (pr, ai)) for p, pr, ai in query(db_path, "SELECT path, private, ai_processing FROM notes"))
+    assert flags == {"Privat.md": (1, 1), "Sichtbar.md": (1, 0), "Offen.md": (0, 1)}
+
+
+def test_frontmatter_id_is_the_note_id_and_survives_a_rename(vault, db_path):
+    vault.write("Alt.md", "---\nid: zk-001\n---\nText [[Ziel]].\n")
+    vault.write("Ziel.md", "Ziel.\n")
+    run_import(db_path, vault.root)
+    assert query(db_path, "SELECT note_id FROM notes WHERE path = 'Alt.md'") == [("zk-001",)]
+    vault.rename("Alt.md", "Neu/Umbenannt.md")
+    report = run_import(db_path, vault.root)
+    assert report.notes_renamed == 1
+    assert query(db_path, "SELECT path FROM notes WHERE note_id = 'zk-001'") == [("Neu/Umbenannt.md",)]
+
+
+def test_duplicate_ids_warn_and_first_path_keeps_the_id(vault, db_path, tmp_path):
+    vault.write("b.md", "---\nid: same\n---\nB\n")
+    run_import(db_path, vault.root)
+    vault.write("a.md", "---\nid: same\n---\nA\n")  # sorts first: takes the id over
+    report = run_import(db_path, vault.root)
+    ids = dict(query(db_path, "SELECT path, note_id FROM notes"))
+    assert ids["a.md"] == "same" and ids["b.md"] != "same"
+    assert any(w.path == "b.md" and "duplicate frontmatter id" in w.reason for w in report.warnings)
+    fresh = tmp_path / "fresh.db"
+    run_import(fresh, vault.root)
+    assert dump_database(db_path) == dump_database(fresh)
+
+
+def test_sample_vault_imports_cleanly(sample_vault, db_path):
+    report = run_import(db_path, sample_vault.root)
+    assert 40 <= report.notes_total <= 80
+    assert report.inline_total > 0 and report.callout_total > 0 and report.frontmatter_total > 0
+    assert report.defaults_total > 0 and report.missing_total >= 1
+    assert not [w for w in report.warnings], [w.as_dict() for w in report.warnings]
+    paths = {p for (p,) in query(db_path, "SELECT path FROM notes")}
+    assert not any(p.startswith((".obsidian", ".trash", "Templates/")) for p in paths)
+    assert query(db_path, "SELECT count(*) FROM notes WHERE ai_processing = 0")[0][0] >= 1
+    assert query(db_path, "SELECT count(*) FROM notes WHERE private = 1")[0][0] >= 1
+    fm = json.loads(query(db_path, "SELECT frontmatter FROM notes LIMIT 1")[0][0])
+    assert isinstance(fm, dict)
