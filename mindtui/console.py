@@ -30,10 +30,13 @@ class StderrProgress:
         if now - self._last < self.interval and done < total:
             return
         self._last = now
-        elapsed = max(now - self._started, 1e-6)
-        rate = done / elapsed
-        eta = (total - done) / rate if rate > 0 else 0.0
-        line = f"{step}: {done}/{total}  {rate:,.0f}/s  ETA {eta:,.0f}s"
+        elapsed = now - self._started
+        if elapsed < 0.5:  # too early for a meaningful rate
+            line = f"{step}: {done}/{total}"
+        else:
+            rate = done / elapsed
+            eta = (total - done) / rate if rate > 0 else 0.0
+            line = f"{step}: {done}/{total}  {rate:,.1f}/s  ETA {eta:,.0f}s"
         if self.tty:
             self.stream.write("\r\x1b[2K" + line[:120])
             self._open_line = True

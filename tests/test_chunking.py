@@ -7,7 +7,8 @@ import textwrap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindtui.vault.chunking import chunk_note, passage_text
+from mindtui.store.notes import passage_text
+from mindtui.vault.chunking import chunk_note
 from mindtui.vault.markdown import parse_note
 from mindtui.vault.tokens import estimate_tokens
 from mindtui.vault.types import ChunkProfile

@@ -27,13 +27,14 @@ def runs(db_path) -> list[tuple[str, str, str]]:
         conn.close()
 
 
-def test_nightly_job_runs_its_steps_and_records_them(sample_vault, db_path):
+def test_nightly_job_runs_its_steps_and_records_them(sample_vault, db_path, real_model):
     done = mindtui("--job", "nightly", "--vault", str(sample_vault.root), "--db", str(db_path), "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert result["ok"] is True and [s["step"] for s in result["steps"]] == ["import"]
+    assert result["ok"] is True and [s["step"] for s in result["steps"]] == ["import", "embed"]
     assert result["steps"][0]["report"]["notes_added"] > 40
-    assert runs(db_path) == [("nightly", "import", "ok")]
+    assert result["steps"][1]["report"]["embedded"] > 100
+    assert runs(db_path) == [("nightly", "import", "ok"), ("nightly", "embed", "ok")]
     conn = open_database(db_path)
     (report,) = conn.execute("SELECT report FROM job_runs").fetchone()
     conn.close()
@@ -50,7 +51,8 @@ def test_second_job_exits_at_once_while_one_holds_the_lock(sample_vault, db_path
         with JobLock(db_path):
             JobLock(db_path).acquire()
     # once released, the job runs
-    assert mindtui("--job", "nightly", "--vault", str(sample_vault.root), "--db", str(db_path)).returncode == 0
+    assert mindtui("--job", "nightly", "--steps", "import", "--vault", str(sample_vault.root),
+                   "--db", str(db_path)).returncode == 0
 
 
 def test_failing_step_is_recorded_and_earlier_steps_keep_their_data(sample_vault, db_path):
@@ -70,11 +72,12 @@ def test_failing_step_is_recorded_and_earlier_steps_keep_their_data(sample_vault
     assert notes > 40 and "disk is full" in error
 
 
-def test_failed_step_gives_exit_code_1(tmp_path, db_path):
+def test_failed_step_gives_exit_code_1(tmp_path, db_path, real_model):
     done = mindtui("--job", "nightly", "--vault", str(tmp_path / "no-such-vault"), "--db", str(db_path))
     assert done.returncode == 1
     assert "does not exist" in done.stderr
-    assert runs(db_path) == [("nightly", "import", "failed")]
+    # the next step still ran (and had nothing to embed)
+    assert runs(db_path) == [("nightly", "import", "failed"), ("nightly", "embed", "ok")]
 
 
 def test_unknown_job_or_step_is_a_clear_error(db_path, sample_vault):
@@ -88,5 +91,5 @@ def test_steps_left_running_by_a_dead_process_are_marked_interrupted(sample_vaul
     conn = open_database(db_path)
     job_store.start_step(conn, "deadbeef", "nightly", "import")
     conn.close()
-    run_job("nightly", load_settings(), db_path=db_path, vault=sample_vault.root)
+    run_job("nightly", load_settings(), db_path=db_path, vault=sample_vault.root, steps=["import"])
     assert runs(db_path) == [("nightly", "import", "interrupted"), ("nightly", "import", "ok")]

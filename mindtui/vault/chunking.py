@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mindtui.store.notes import passage_text
 from mindtui.vault.markdown import Heading, ParsedNote
 from mindtui.vault.tokens import estimate_tokens
 from mindtui.vault.types import HARD_TOKEN_LIMIT, ChunkProfile
@@ -36,12 +37,6 @@ class _Piece:
     first: int  # body line indexes, inclusive
     last: int
     whole_section: bool
-
-
-def passage_text(title: str, heading_path: str, text: str) -> str:
-    """What gets embedded for a chunk: context line, then the body."""
-    context = f"{title} > {heading_path}" if heading_path else title
-    return f"{context}\n{text}" if text else context
 
 
 def _sections(parsed: ParsedNote, split_levels: int) -> list[_Piece]:

@@ -7,8 +7,8 @@ import hashlib
 from dataclasses import dataclass, field, replace
 
 from mindtui.store import fulltext
-from mindtui.store.notes import ChunkRecord, LinkRecord, NoteRecord
-from mindtui.vault.chunking import chunk_note, passage_text
+from mindtui.store.notes import ChunkRecord, LinkRecord, NoteRecord, passage_text
+from mindtui.vault.chunking import chunk_note
 from mindtui.vault.links import LinkRef
 from mindtui.vault.markdown import ParsedNote, decode, parse_note, string_list
 from mindtui.vault.resolve import NameIndex

@@ -1,0 +1,75 @@
+"""Sentence embeddings with llama.cpp: e5 prefixes, L2-normalised vectors, inputs capped at 512 tokens.
+
+llama_cpp is imported when the model is first used, never at module import, so the headless
+core and the TUI start without it. One Embedder per thread (llama contexts are not shared).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from mindtui.models.files import ModelUnavailableError, load_llama
+
+QUERY_PREFIX = "query: "
+PASSAGE_PREFIX = "passage: "
+
+
+class Embedder:
+    def __init__(self, model_path: Path, model_id: str, n_threads: int) -> None:
+        self.model_path = Path(model_path)
+        self.model_id = model_id
+        self.n_threads = n_threads
+        self._llm = None
+        self._lock = threading.Lock()
+
+    def _model(self):
+        with self._lock:
+            if self._llm is None:
+                self._llm = self._load()
+            return self._llm
+
+    def _load(self):
+        llm = load_llama(self.model_path, "embedding", n_threads=self.n_threads, n_threads_batch=self.n_threads,
+                         flash_attn=True,
+                         hint=" (a corrupt file? `mindtui models status` checks it, `mindtui models build` rebuilds it)")
+        if llm.n_embd() <= 0:
+            raise ModelUnavailableError(f"{self.model_path} is not an embedding model")
+        return llm
+
+    @property
+    def loaded(self) -> bool:
+        return self._llm is not None
+
+    @property
+    def dim(self) -> int:
+        return int(self._model().n_embd())
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        llm = self._model()
+        with self._lock:
+            vectors = llm.embed(list(texts), normalize=False, truncate=True)
+        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return matrix / np.where(norms == 0, 1.0, norms)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed([PASSAGE_PREFIX + t for t in texts]) if texts else np.zeros((0, 0), np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed([QUERY_PREFIX + text])[0]
+
+    def count_tokens(self, text: str) -> int:
+        """Model tokens of `text` including <s> and </s>."""
+        llm = self._model()
+        with self._lock:
+            return len(llm.tokenize(text.encode("utf-8"), add_bos=True, special=False))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._llm is not None:
+                self._llm.close()
+                self._llm = None

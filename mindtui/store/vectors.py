@@ -1,0 +1,93 @@
+"""Query functions for embeddings and the vec0 table."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Sequence
+
+import apsw
+import numpy as np
+
+VECTOR_DIM = 384  # fixed by migration 0002's vec0 column
+
+
+@dataclass(frozen=True)
+class PendingText:
+    content_hash: str
+    title: str
+    heading_path: str
+    text: str
+    chunks: int  # how many chunks share this text (embedded once)
+
+
+def pending_texts(conn: apsw.Connection, model_id: str) -> list[PendingText]:
+    """Distinct chunk texts with no vector for `model_id` (notes with ai_processing off excluded)."""
+    rows = conn.execute(
+        "SELECT c.content_hash, n.title, c.heading_path, c.text, count(*) FROM chunks c"
+        " JOIN notes n ON n.note_id = c.note_id"
+        " WHERE n.ai_processing = 1 AND NOT EXISTS ("
+        "   SELECT 1 FROM embeddings e WHERE e.model_id = ? AND e.content_hash = c.content_hash)"
+        " GROUP BY c.content_hash ORDER BY min(c.chunk_id)",
+        (model_id,),
+    )
+    return [PendingText(*row) for row in rows]
+
+
+def chunk_coverage(conn: apsw.Connection, model_id: str) -> dict[str, int]:
+    row = conn.execute(
+        "SELECT count(*),"
+        " count(*) FILTER (WHERE n.ai_processing = 0),"
+        " count(*) FILTER (WHERE EXISTS (SELECT 1 FROM embeddings e"
+        "                  WHERE e.model_id = ? AND e.content_hash = c.content_hash))"
+        " FROM chunks c JOIN notes n ON n.note_id = c.note_id",
+        (model_id,),
+    ).fetchone()
+    return {"chunks": row[0], "chunks_ai_excluded": row[1], "chunks_with_vector": row[2]}
+
+
+def insert_vectors(conn: apsw.Connection, model_id: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+    """Store one batch; the caller wraps it in a transaction."""
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    for content_hash, vector in zip(hashes, vectors):
+        conn.execute(
+            "INSERT INTO embeddings (model_id, content_hash, dim, created_at) VALUES (?, ?, ?, ?)",
+            (model_id, content_hash, int(vector.shape[0]), now),
+        )
+        conn.execute(
+            "INSERT INTO vec_chunks (rowid, embedding) VALUES (?, ?)",
+            (conn.last_insert_rowid(), np.asarray(vector, dtype=np.float32).tobytes()),
+        )
+
+
+def models_with_vectors(conn: apsw.Connection) -> dict[str, int]:
+    return dict(conn.execute("SELECT model_id, count(*) FROM embeddings GROUP BY model_id").fetchall())
+
+
+def delete_other_models(conn: apsw.Connection, model_id: str) -> int:
+    conn.execute("DELETE FROM embeddings WHERE model_id != ?", (model_id,))
+    return conn.changes()
+
+
+def delete_orphans(conn: apsw.Connection, model_id: str) -> int:
+    """Vectors whose text no longer belongs to any chunk that may be embedded."""
+    conn.execute(
+        "DELETE FROM embeddings WHERE model_id = ? AND content_hash NOT IN ("
+        " SELECT c.content_hash FROM chunks c JOIN notes n ON n.note_id = c.note_id WHERE n.ai_processing = 1)",
+        (model_id,),
+    )
+    return conn.changes()
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    embedding_id: int
+    distance: float  # cosine distance: 1 - cosine similarity
+
+
+def knn(conn: apsw.Connection, query: np.ndarray, k: int) -> list[VectorHit]:
+    rows = conn.execute(
+        "SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+        (np.asarray(query, dtype=np.float32).tobytes(), int(k)),
+    )
+    return [VectorHit(rowid, distance) for rowid, distance in rows]

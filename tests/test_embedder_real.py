@@ -1,0 +1,162 @@
+"""The real multilingual-e5-small model through llama.cpp: quality, determinism, failure modes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from mindtui.config import load_settings
+from mindtui.models import files
+from mindtui.models.embedder import Embedder
+from mindtui.models.files import ModelUnavailableError, ensure_embedding_model
+from mindtui.store import open_database
+from mindtui.store.notes import passage_text
+from mindtui.vault.tokens import estimate_tokens
+
+from conftest import SAMPLE_VAULT, run_import
+
+
+def cos(a, b) -> float:
+    return float(np.dot(a, b))
+
+
+def test_vectors_are_384d_unit_length(e5_embedder):
+    vectors = e5_embedder.embed_passages(["Ein kurzer Satz.", "A short sentence."])
+    assert vectors.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_embeddings_are_deterministic(e5_embedder):
+    text = "Der Zettelkasten verknüpft Notizen über Verweise."
+    first = e5_embedder.embed_passages([text])[0]
+    second = e5_embedder.embed_passages(["etwas anderes davor", text])[1]
+    assert np.allclose(first, second, atol=1e-6)
+
+
+@pytest.mark.parametrize("anchor, paraphrase, unrelated", [
+    ("Wie verknüpfe ich Notizen miteinander?", "Notizen lassen sich über Links verbinden.",
+     "Der Kuchen braucht 40 Minuten im Ofen."),
+    ("Der Zug hat heute zwanzig Minuten Verspätung.", "Die Bahn kommt heute deutlich später an.",
+     "Photosynthese wandelt Licht in chemische Energie um."),
+    ("How do I search my notes by meaning?", "Semantic search finds notes with similar content.",
+     "The recipe needs two eggs and some flour."),
+])
+def test_paraphrases_beat_unrelated(e5_embedder, anchor, paraphrase, unrelated):
+    query = e5_embedder.embed_query(anchor)
+    passages = e5_embedder.embed_passages([paraphrase, unrelated])
+    assert cos(query, passages[0]) > cos(query, passages[1]) + 0.03
+
+
+def test_translations_find_each_other(e5_embedder):
+    german = ["Die Vergessenskurve beschreibt, wie schnell wir Gelerntes vergessen.",
+              "SQLite speichert eine ganze Datenbank in einer einzigen Datei.",
+              "Reciprocal Rank Fusion kombiniert mehrere Ergebnislisten."]
+    english = ["Reciprocal rank fusion combines several result lists.",
+               "The forgetting curve describes how quickly we forget what we learned.",
+               "SQLite stores a whole database in a single file."]
+    de = e5_embedder.embed_passages(german)
+    en = e5_embedder.embed_passages(english)
+    best = (de @ en.T).argmax(axis=1)
+    assert best.tolist() == [1, 2, 0]
+
+
+def test_long_input_is_capped_not_an_error(e5_embedder):
+    vector = e5_embedder.embed_passages(["Wort " * 3000])[0]
+    assert np.isfinite(vector).all() and abs(np.linalg.norm(vector) - 1) < 1e-5
+
+
+def test_token_estimate_is_an_upper_bound(e5_embedder, tmp_path):
+    """The chunker budgets with estimate_tokens; it must never under-count the real tokenizer."""
+    db = tmp_path / "t.db"
+    run_import(db, SAMPLE_VAULT)
+    conn = open_database(db)
+    texts = [passage_text(t, h, x) for t, h, x in conn.execute(
+        "SELECT n.title, c.heading_path, c.text FROM chunks c JOIN notes n USING(note_id)")]
+    conn.close()
+    texts += ["https://github.com/obsidianmd/obsidian-help/blob/master/en/Linking%20notes.md",
+              "Straße, Größe, Ärger — ﬁnally ①② with  double  spaces", "東京タワー 漢字 かな", "😀🎉👍" * 20,
+              "0123456789" * 20, "a_b_c_d" * 30, "((([[{{}}]])))" * 10, "Donaudampfschifffahrtsgesellschaft " * 10]
+    for text in texts:
+        assert estimate_tokens("passage: " + text) >= e5_embedder.count_tokens("passage: " + text), text
+
+
+def test_corrupt_gguf_is_a_clear_error(tmp_path):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + os.urandom(4096))
+    with pytest.raises(ModelUnavailableError, match="cannot load the embedding model"):
+        Embedder(broken, "broken", n_threads=1).embed_query("x")
+    with pytest.raises(ModelUnavailableError, match="does not exist"):
+        Embedder(tmp_path / "absent.gguf", "absent", n_threads=1).embed_query("x")
+
+
+def test_missing_model_is_built_and_corrupt_model_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINDTUI_MODELS__DIR", str(tmp_path))
+    settings = load_settings()
+    messages: list[str] = []
+    model = ensure_embedding_model(settings, say=messages.append)
+    assert model.path.is_file() and files.sha256_file(model.path) == files.E5_GGUF_SHA256
+    assert any("building the embedding model" in m for m in messages)
+    with model.path.open("r+b") as handle:  # flip a byte in the middle
+        handle.seek(40_000_000)
+        byte = handle.read(1)
+        handle.seek(40_000_000)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    messages.clear()
+    ensure_embedding_model(settings, say=messages.append)
+    assert any("corrupt" in m for m in messages)
+    assert files.sha256_file(model.path) == files.E5_GGUF_SHA256
+
+
+def test_unexpected_build_result_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINDTUI_MODELS__DIR", str(tmp_path))
+    monkeypatch.setattr(files, "E5_GGUF_SHA256", "0" * 64)
+    with pytest.raises(ModelUnavailableError, match="expected 0000"):
+        ensure_embedding_model(load_settings())
+
+
+def test_models_status_and_build_commands(real_model):
+    status = subprocess.run([sys.executable, "-m", "mindtui", "models", "status", "--json"],
+                            capture_output=True, text=True, timeout=60, check=True)
+    entries = {e["role"]: e for e in json.loads(status.stdout)["models"]}
+    assert entries["embedding"]["usable"] and entries["embedding"]["sha256"] == files.E5_GGUF_SHA256
+    assert not entries["reranker"]["usable"] and "not configured" in entries["reranker"]["reason"]
+
+
+def test_embed_command_is_incremental_and_resumable(real_model, vault, db_path):
+    for i in range(48):
+        vault.write(f"Notiz {i}.md", f"Notiz {i} über Wissensmanagement, Thema {i % 5}. " * 12 + "\n")
+    run_import(db_path, vault.root)
+    env = {**os.environ, "MINDTUI_MODELS__EMBED_BATCH": "4"}
+    process = subprocess.Popen([sys.executable, "-m", "mindtui", "embed", "--db", str(db_path), "--quiet"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + 120
+    embedded = 0
+    while process.poll() is None and time.monotonic() < deadline:
+        conn = open_database(db_path)
+        (embedded,) = conn.execute("SELECT count(*) FROM embeddings").fetchone()
+        conn.close()
+        if embedded >= 8:
+            process.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.02)
+    process.wait()
+    assert 8 <= embedded < 48, "the sweep must be killed in the middle"
+    done = subprocess.run([sys.executable, "-m", "mindtui", "embed", "--db", str(db_path), "--json"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert {"embedded", "skipped", "model", "seconds"} <= set(report)
+    conn = open_database(db_path)
+    (total,) = conn.execute("SELECT count(*) FROM embeddings").fetchone()
+    conn.close()
+    assert total == 48 and report["embedded"] == 48 - report["skipped"] and report["skipped"] >= embedded
+    again = subprocess.run([sys.executable, "-m", "mindtui", "embed", "--db", str(db_path), "--json"],
+                           capture_output=True, text=True, timeout=120, env=env)
+    assert json.loads(again.stdout)["embedded"] == 0
