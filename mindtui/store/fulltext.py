@@ -58,3 +58,16 @@ def detect_language(text: str, default: str = "de") -> str:
 def analyze(text: str, lang: str) -> str:
     """The indexed form of `text`: its words, lower-cased and stemmed in `lang`."""
     return " ".join(_stemmer(lang).stemWords(words(text)))
+
+
+def is_stop_word(word: str) -> bool:
+    return word in _GERMAN_HINTS or word in _ENGLISH_HINTS
+
+
+def stem_all_languages(word: str) -> set[str]:
+    """A query word's stems in every language the index uses."""
+    return {_stemmer(lang).stemWord(word) for lang in LANGUAGES}
+
+
+def stem_word(word: str, lang: str) -> str:
+    return _stemmer(lang).stemWord(word)

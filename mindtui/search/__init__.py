@@ -1,0 +1,1 @@
+"""Search: full text (stemmed BM25), vectors, fusion, explanations, the search log."""

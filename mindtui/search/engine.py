@@ -1,0 +1,249 @@
+"""Hybrid search: BM25 and vector lists fused by reciprocal rank fusion, weighted, protected, reranked.
+
+Every stage leaves its numbers in each result's `explain`. The search degrades instead of
+failing: no vectors, a missing or broken model, a failing reranker or a failing log each
+become a notice, and the answer comes from what works.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+import apsw
+
+from mindtui.config import Settings
+from mindtui.models.files import ModelUnavailableError
+from mindtui.search.query import exact_key, fts_expression, query_stems
+from mindtui.store import search_store as store
+from mindtui.store import vectors as vector_store
+from mindtui.store.notes import passage_text
+
+MODES = ("hybrid", "fts", "vector")
+SNIPPET_CHARS = 220
+
+
+@dataclass
+class SearchOptions:
+    mode: str = "hybrid"
+    limit: int = 10
+    note_type: str | None = None
+    tag: str | None = None
+    path: str | None = None
+    log: bool = True
+    rerank: bool = True  # explicit searches only; automatic context lookups pass False
+
+
+@dataclass
+class SearchResult:
+    note_id: str
+    path: str
+    title: str
+    score: float
+    snippet: str
+    chunk_id: int | None
+    explain: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class SearchResponse:
+    mode: str
+    notices: list[str] = field(default_factory=list)
+    results: list[SearchResult] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"mode": self.mode, "notices": self.notices, "results": [r.as_dict() for r in self.results]}
+
+
+def _best_per_note(hits: list[store.ChunkHit]) -> list[store.ChunkHit]:
+    """Hits are best first; keep each note's first (best) chunk, in order."""
+    seen: set[str] = set()
+    out = []
+    for hit in hits:
+        if hit.note_id not in seen:
+            seen.add(hit.note_id)
+            out.append(hit)
+    return out
+
+
+def snippet(text: str, stems: list[set[str]]) -> str:
+    """A window of the chunk around the first word whose stem matches the query."""
+    flat = " ".join(text.split())
+    if len(flat) <= SNIPPET_CHARS:
+        return flat
+    wanted = {s for group in stems for s in group}
+    from mindtui.store.fulltext import stem_all_languages
+
+    for match in re.finditer(r"[^\W_]+", flat):
+        if stem_all_languages(match.group(0).lower()) & wanted:
+            start = max(0, match.start() - SNIPPET_CHARS // 3)
+            break
+    else:
+        start = 0
+    cut = flat[start:start + SNIPPET_CHARS]
+    return ("…" if start else "") + cut + ("…" if start + SNIPPET_CHARS < len(flat) else "")
+
+
+class SearchEngine:
+    def __init__(self, conn: apsw.Connection, settings: Settings,
+                 embedder_provider: Callable[[], object] | None = None,
+                 reranker_provider: Callable[[], object | None] | None = None) -> None:
+        self.conn = conn
+        self.settings = settings
+        self._embedder_provider = embedder_provider
+        self._reranker_provider = reranker_provider
+
+    def _setting(self, key: str, default):
+        return type(default)(self.settings.get(f"search.{key}", default))
+
+    # -- retrievers -----------------------------------------------------------------------
+    def _fts(self, query: str, options: SearchOptions, pool: int) -> list[store.ChunkHit]:
+        expression = fts_expression(query)
+        if expression is None:
+            return []
+        hits = store.fts_chunks(self.conn, expression, pool * 4, options.note_type, options.tag, options.path)
+        return _best_per_note(hits)[:pool]
+
+    def _vector(self, query: str, options: SearchOptions, pool: int, notices: list[str]) -> list[store.ChunkHit]:
+        if self._embedder_provider is None:
+            notices.append("vector search unavailable: no embedding model configured; full-text results only")
+            return []
+        try:
+            embedder = self._embedder_provider()
+            if store.vector_count(self.conn, embedder.model_id) == 0:
+                notices.append("no vectors yet (run `mindtui embed`); full-text results only")
+                return []
+            vector = embedder.embed_query(query)
+        except ModelUnavailableError as exc:
+            notices.append(f"vector search unavailable ({exc}); full-text results only")
+            return []
+        filtered = bool(options.note_type or options.tag or options.path)
+        hits = vector_store.knn(self.conn, vector, pool * (4 if filtered else 2))
+        min_cosine = self._setting("min_cosine", 0.22)
+        similarities = {h.embedding_id: 1.0 - h.distance for h in hits if 1.0 - h.distance >= min_cosine}
+        chunks = store.chunks_for_embeddings(self.conn, similarities, options.note_type, options.tag, options.path)
+        return _best_per_note(chunks)[:pool]
+
+    # -- the pipeline ---------------------------------------------------------------------
+    def search(self, query: str, options: SearchOptions | None = None) -> SearchResponse:
+        options = options or SearchOptions()
+        if options.mode not in MODES:
+            raise ValueError(f"unknown mode {options.mode!r}; use one of {', '.join(MODES)}")
+        response = SearchResponse(options.mode)
+        pool = self._setting("candidate_pool", 50)
+        lists: dict[str, list[store.ChunkHit]] = {}
+        if options.mode in ("fts", "hybrid"):
+            lists["fts"] = self._fts(query, options, pool)
+        if options.mode in ("vector", "hybrid"):
+            lists["vector"] = self._vector(query, options, pool, response.notices)
+
+        explain: dict[str, dict] = {}
+        best_chunk: dict[str, int] = {}
+        k = self._setting("rrf_k", 60)
+        fused: dict[str, float] = {}
+        for name, hits in lists.items():
+            for rank, hit in enumerate(hits, start=1):
+                entry = explain.setdefault(hit.note_id, {})
+                entry[name] = {"rank": rank, ("bm25" if name == "fts" else "cosine"): round(hit.score, 4)}
+                fused[hit.note_id] = fused.get(hit.note_id, 0.0) + 1.0 / (k + rank)
+                best_chunk.setdefault(hit.note_id, hit.chunk_id)
+
+        protected = self._exact_matches(query, options)
+        facts = store.note_facts(self.conn, list(set(fused) | set(protected)))
+        scores: dict[str, float] = {}
+        for note_id, value in fused.items():
+            weight = facts[note_id].retriever_weight if note_id in facts else 1.0
+            scores[note_id] = value * weight
+            explain[note_id].update({"rrf": round(value, 6), "retriever_weight": weight,
+                                     "weighted": round(value * weight, 6)})
+        order = sorted(scores, key=lambda n: (-scores[n], n))
+        # An exact title or alias match goes first, whatever the fusion said.
+        top = max(scores.values(), default=0.0)
+        present = [n for n in protected if n in facts]
+        for note_id in present:
+            if note_id in order:
+                order.remove(note_id)
+            explain.setdefault(note_id, {})["protected"] = "exact title/alias match"
+            best_chunk.setdefault(note_id, store.best_chunk_of(self.conn, note_id))
+        order = present + order
+        for position, note_id in enumerate(present):
+            scores[note_id] = round(top + 0.001 * (len(present) - position), 6)
+
+        order = self._rerank(query, order, best_chunk, facts, explain, options, response.notices)
+        texts = store.chunk_texts(self.conn, [c for c in (best_chunk.get(n) for n in order[:options.limit]) if c])
+        stems = query_stems(query)
+        for note_id in order[:options.limit]:
+            fact = facts[note_id]
+            chunk_id = best_chunk.get(note_id)
+            text = texts.get(chunk_id, ("", ""))[1] if chunk_id else ""
+            response.results.append(SearchResult(note_id, fact.path, fact.title, round(scores[note_id], 6),
+                                                 snippet(text, stems), chunk_id, explain.get(note_id, {})))
+        if options.log and response.results:
+            self._log(query, options.mode, [r.note_id for r in response.results], response.notices)
+        return response
+
+    def _exact_matches(self, query: str, options: SearchOptions) -> list[str]:
+        key = exact_key(query)
+        if not key:
+            return []
+        return [nid for nid, title, aliases in store.title_matches(self.conn)
+                if key == exact_key(title) or any(key == exact_key(a) for a in aliases)]
+
+    def _rerank(self, query, order, best_chunk, facts, explain, options, notices) -> list[str]:
+        if not options.rerank or self._reranker_provider is None or not order:
+            return order
+        try:
+            reranker = self._reranker_provider()
+        except ModelUnavailableError as exc:
+            notices.append(f"reranker unavailable ({exc}); fused order kept")
+            return order
+        if reranker is None:
+            return order
+        head = order[:self._setting("rerank_top", 20)]
+        texts = store.chunk_texts(self.conn, [best_chunk[n] for n in head if best_chunk.get(n)])
+        passages = [passage_text(facts[n].title, *texts.get(best_chunk.get(n), ("", ""))) for n in head]
+        try:
+            rerank_scores = reranker.score(query, passages)
+        except ModelUnavailableError as exc:
+            notices.append(f"reranker failed ({exc}); fused order kept")
+            return order
+        ranked = sorted(zip(head, rerank_scores), key=lambda pair: -pair[1])
+        for rank, (note_id, value) in enumerate(ranked, start=1):
+            explain.setdefault(note_id, {})["rerank"] = {"rank": rank, "score": round(value, 4)}
+        return [n for n, _ in ranked] + order[len(head):]
+
+    def _log(self, query: str, mode: str, note_ids: list[str], notices: list[str]) -> None:
+        try:
+            store.log_search(self.conn, query, mode, note_ids[:self._setting("log_top", 10)])
+        except apsw.Error as exc:  # the search graph is a by-product: never fail the search for it
+            notices.append(f"search not logged ({exc})")
+
+
+def make_search_engine(conn: apsw.Connection, settings: Settings,
+                       say: Callable[[str], None] | None = None) -> SearchEngine:
+    """The engine with the configured models, each loaded lazily and at most once."""
+    from mindtui.models.embedder import Embedder
+    from mindtui.models.files import ensure_embedding_model, reranker_path, threads
+    from mindtui.models.reranker import Reranker
+
+    loaded: dict[str, object] = {}
+
+    def embedder():
+        if "embedder" not in loaded:
+            model = ensure_embedding_model(settings, say)
+            loaded["embedder"] = Embedder(model.path, model.model_id, threads(settings))
+        return loaded["embedder"]
+
+    def reranker():
+        path = reranker_path(settings)
+        if path is None:
+            return None
+        if "reranker" not in loaded:
+            loaded["reranker"] = Reranker(path, threads(settings, "models.reranker_threads"))
+        return loaded["reranker"]
+
+    return SearchEngine(conn, settings, embedder, reranker)

@@ -1,0 +1,63 @@
+"""Turn what a user typed into a safe FTS5 expression.
+
+User text never reaches FTS5 syntax: it is cut into words with the same tokenizer the index
+uses, each word becomes the set of its German and English Snowball stems (the index holds
+one language's stems per note, the query cannot know which), and every stem is a quoted
+string. Quotes, `*`, `NEAR`, `-`, `:` or brackets in the input are just characters.
+"""
+
+from __future__ import annotations
+
+from mindtui.store import fulltext
+
+MAX_TERMS = 32
+
+
+def query_stems(text: str) -> list[set[str]]:
+    """Per query word, its stems in every indexed language (stop words dropped if others remain)."""
+    words = fulltext.words(text)[:MAX_TERMS]
+    content = [w for w in words if not fulltext.is_stop_word(w)]
+    words = content or words
+    groups: list[set[str]] = []
+    seen: set[frozenset[str]] = set()
+    for word in words:
+        stems = frozenset(fulltext.stem_all_languages(word))
+        if stems and stems not in seen:
+            seen.add(stems)
+            groups.append(set(stems))
+    return groups
+
+
+MIN_PREFIX = 5
+_GERMAN_DERIVATIONS = ("ungen", "ung", "heit", "keit")
+
+
+def german_prefix(word: str) -> str | None:
+    """A prefix that also reaches a German word's other forms.
+
+    Snowball keeps derivations apart (Verknüpfungen -> verknupfung, verknüpft -> verknupft),
+    so the query also asks for the German stem without its nominal suffix as a prefix
+    ("verknupf"*), which matches verknüpft, verknüpfen, Verknüpfung and compounds alike.
+    """
+    stem = fulltext.stem_word(word, "de")
+    for suffix in _GERMAN_DERIVATIONS:
+        if stem.endswith(suffix) and len(stem) - len(suffix) >= MIN_PREFIX:
+            stem = stem[: -len(suffix)]
+            break
+    return stem if len(stem) >= MIN_PREFIX else None
+
+
+def fts_expression(text: str) -> str | None:
+    """An FTS5 MATCH expression (any word may match; BM25 ranks notes with more of them higher)."""
+    groups = query_stems(text)
+    if not groups:
+        return None
+    terms = {f'"{stem}"' for group in groups for stem in group}
+    words = [w for w in fulltext.words(text)[:MAX_TERMS] if not fulltext.is_stop_word(w)]
+    terms.update(f'"{prefix}"*' for prefix in filter(None, (german_prefix(w) for w in words)))
+    return " OR ".join(sorted(terms))
+
+
+def exact_key(text: str) -> str:
+    """How titles and aliases are compared with a query: case and spacing do not matter."""
+    return " ".join(text.casefold().split())

@@ -1,0 +1,127 @@
+"""Query functions for search: full-text candidates, vector hits to chunks, note facts, the search log."""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import json
+from dataclasses import dataclass
+
+import apsw
+
+# BM25 column weights: title (with aliases) and headings count more than body text.
+FTS_WEIGHTS = (5.0, 3.0, 1.0)
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    chunk_id: int
+    note_id: str
+    score: float  # bm25 (lower is better) or cosine similarity (higher is better)
+
+
+@dataclass(frozen=True)
+class NoteFacts:
+    note_id: str
+    path: str
+    title: str
+    type: str
+    aliases: list[str]
+    tags: list[str]
+    retriever_weight: float
+    private: bool
+
+
+def _filters(note_type: str | None, tag: str | None, path_prefix: str | None) -> tuple[str, list]:
+    sql, args = "", []
+    if note_type:
+        sql += " AND n.type = ?"
+        args.append(note_type.lower())
+    if tag:
+        sql += " AND EXISTS (SELECT 1 FROM json_each(n.tags) WHERE json_each.value = ?)"
+        args.append(tag.lower().lstrip("#"))
+    if path_prefix:
+        sql += " AND n.path LIKE ? ESCAPE '\\'"
+        args.append(path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+    return sql, args
+
+
+def fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: str | None = None,
+               tag: str | None = None, path_prefix: str | None = None) -> list[ChunkHit]:
+    where, args = _filters(note_type, tag, path_prefix)
+    rows = conn.execute(
+        "SELECT c.chunk_id, c.note_id, bm25(chunks_fts, ?, ?, ?) AS rank FROM chunks_fts"
+        " JOIN chunks c ON c.chunk_id = chunks_fts.rowid JOIN notes n ON n.note_id = c.note_id"
+        f" WHERE chunks_fts MATCH ?{where} ORDER BY rank LIMIT ?",
+        (*FTS_WEIGHTS, expression, *args, limit),
+    )
+    return [ChunkHit(*row) for row in rows]
+
+
+def chunks_for_embeddings(conn: apsw.Connection, similarities: dict[int, float], note_type: str | None = None,
+                          tag: str | None = None, path_prefix: str | None = None) -> list[ChunkHit]:
+    """Vector hits (embedding id -> cosine) as chunk hits, best first."""
+    if not similarities:
+        return []
+    where, args = _filters(note_type, tag, path_prefix)
+    marks = ",".join("?" * len(similarities))
+    rows = conn.execute(
+        "SELECT c.chunk_id, c.note_id, e.embedding_id FROM embeddings e"
+        " JOIN chunks c ON c.content_hash = e.content_hash JOIN notes n ON n.note_id = c.note_id"
+        f" WHERE e.embedding_id IN ({marks}) AND n.ai_processing = 1{where}",
+        (*similarities, *args),
+    )
+    hits = [ChunkHit(chunk_id, note_id, similarities[embedding_id]) for chunk_id, note_id, embedding_id in rows]
+    return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
+
+
+def note_facts(conn: apsw.Connection, note_ids: list[str]) -> dict[str, NoteFacts]:
+    if not note_ids:
+        return {}
+    marks = ",".join("?" * len(note_ids))
+    rows = conn.execute(
+        "SELECT note_id, path, title, type, aliases, tags, retriever_weight, private FROM notes"
+        f" WHERE note_id IN ({marks})", note_ids)
+    return {r[0]: NoteFacts(r[0], r[1], r[2], r[3], json.loads(r[4]), json.loads(r[5]), r[6], bool(r[7]))
+            for r in rows}
+
+
+def chunk_texts(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, tuple[str, str]]:
+    """chunk_id -> (heading_path, text)."""
+    if not chunk_ids:
+        return {}
+    marks = ",".join("?" * len(chunk_ids))
+    return {cid: (heading, text) for cid, heading, text in conn.execute(
+        f"SELECT chunk_id, heading_path, text FROM chunks WHERE chunk_id IN ({marks})", chunk_ids)}
+
+
+def best_chunk_of(conn: apsw.Connection, note_id: str) -> int | None:
+    row = conn.execute("SELECT chunk_id FROM chunks WHERE note_id = ? ORDER BY seq LIMIT 1", (note_id,)).fetchone()
+    return row[0] if row else None
+
+
+def title_matches(conn: apsw.Connection) -> list[tuple[str, str, list[str]]]:
+    """(note_id, title, aliases) of every note, for exact title/alias matching."""
+    return [(nid, title, json.loads(aliases)) for nid, title, aliases in
+            conn.execute("SELECT note_id, title, aliases FROM notes")]
+
+
+def vector_count(conn: apsw.Connection, model_id: str) -> int:
+    (count,) = conn.execute("SELECT count(*) FROM embeddings WHERE model_id = ?", (model_id,)).fetchone()
+    return count
+
+
+def log_search(conn: apsw.Connection, query: str, mode: str, note_ids: list[str]) -> int:
+    """Record a search and raise the weight of every unordered pair among its results."""
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    with conn:
+        conn.execute("INSERT INTO search_log (searched_at, query, mode, results) VALUES (?, ?, ?, ?)",
+                     (now, query, mode, json.dumps(note_ids)))
+        search_id = conn.last_insert_rowid()
+        pairs = {tuple(sorted(pair)) for pair in itertools.combinations(set(note_ids), 2)}
+        conn.executemany(
+            "INSERT INTO search_pairs (note_a, note_b, weight, last_seen) VALUES (?, ?, 1, ?)"
+            " ON CONFLICT(note_a, note_b) DO UPDATE SET weight = weight + 1, last_seen = excluded.last_seen",
+            [(a, b, now) for a, b in sorted(pairs)],
+        )
+    return search_id

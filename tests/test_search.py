@@ -1,0 +1,127 @@
+"""Search: stemming both ways, escaping, fusion and protection, degradation, the search log."""
+
+from __future__ import annotations
+
+import json
+
+import apsw
+import pytest
+from fakes import DeterministicFakeEmbedder
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mindtui.config import load_settings
+from mindtui.models.files import ModelUnavailableError
+from mindtui.models.sweep import run_embed_sweep
+from mindtui.search.engine import SearchEngine, SearchOptions
+from mindtui.search.query import fts_expression
+from mindtui.store import open_database
+
+from conftest import run_import
+
+
+@pytest.fixture
+def stemming_vault(vault, db_path):
+    vault.write("Notiz.md", "Eine Notiz hält einen Gedanken fest.\n")
+    vault.write("Graph.md", "Zwei Karten sind verknüpft, wenn eine auf die andere zeigt.\n")
+    vault.write("Links.md", "Obsidian links notes together with double brackets.\n")
+    vault.write("Kuchen.md", "Der Kuchen braucht 40 Minuten im Ofen.\n")
+    vault.write("RRF.md", "---\naliases: [Rank Fusion]\n---\nKombiniert Listen.\n")
+    run_import(db_path, vault.root)
+    conn = open_database(db_path)
+    yield conn
+    conn.close()
+
+
+def paths(response) -> list[str]:
+    return [r.path for r in response.results]
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("Notizen", "Notiz.md"),              # German plural finds singular
+    ("Verknüpfungen", "Graph.md"),        # noun finds participle
+    ("verknüpfen", "Graph.md"),
+    ("linking", "Links.md"),              # English -ing finds plural
+    ("link", "Links.md"),
+])
+def test_stemming_at_index_and_query_time(stemming_vault, query, expected):
+    engine = SearchEngine(stemming_vault, load_settings())
+    response = engine.search(query, SearchOptions(mode="fts", log=False))
+    assert paths(response)[:1] == [expected]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80))
+def test_any_text_is_a_valid_query(text):
+    expression = fts_expression(text)
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(a)")
+    if expression is not None:
+        conn.execute("SELECT * FROM t WHERE t MATCH ?", (expression,)).fetchall()
+
+
+@pytest.mark.parametrize("query", ['"unbalanced', "a* OR", "NEAR(x y", "-minus", "col:value", "((]]", "AND", "*"])
+def test_fts_syntax_in_queries_never_raises(stemming_vault, query):
+    engine = SearchEngine(stemming_vault, load_settings())
+    engine.search(query, SearchOptions(mode="hybrid", log=False))
+
+
+def test_exact_alias_match_is_protected(stemming_vault):
+    engine = SearchEngine(stemming_vault, load_settings())
+    response = engine.search("rank fusion", SearchOptions(mode="fts", log=False))
+    assert paths(response)[0] == "RRF.md" and response.results[0].explain["protected"]
+
+
+def test_without_vectors_hybrid_degrades_to_full_text_with_a_notice(stemming_vault):
+    engine = SearchEngine(stemming_vault, load_settings(), embedder_provider=lambda: DeterministicFakeEmbedder())
+    response = engine.search("Notizen", SearchOptions(log=False))
+    assert paths(response)[:1] == ["Notiz.md"]
+    assert any("no vectors yet" in n for n in response.notices)
+
+
+def test_broken_model_degrades_to_full_text_with_a_notice(stemming_vault):
+    def broken():
+        raise ModelUnavailableError("cannot load the embedding model x.gguf: corrupt")
+
+    engine = SearchEngine(stemming_vault, load_settings(), embedder_provider=broken)
+    response = engine.search("Kuchen", SearchOptions(log=False))
+    assert paths(response) == ["Kuchen.md"] and "corrupt" in response.notices[0]
+
+
+def test_fusion_adds_reciprocal_ranks_and_weights(stemming_vault):
+    fake = DeterministicFakeEmbedder()
+    run_embed_sweep(stemming_vault, fake)
+    engine = SearchEngine(stemming_vault, load_settings(), embedder_provider=lambda: fake)
+    response = engine.search("Notiz Gedanken", SearchOptions(log=False))
+    first = response.results[0].explain
+    expected = sum(1 / (60 + first[name]["rank"]) for name in ("fts", "vector") if name in first)
+    assert first["rrf"] == pytest.approx(expected, abs=1e-6)
+    assert first["weighted"] == pytest.approx(first["rrf"] * first["retriever_weight"], abs=1e-6)
+    scores = [r.score for r in response.results]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_search_log_counts_pairs(stemming_vault):
+    engine = SearchEngine(stemming_vault, load_settings())
+    for _ in range(2):
+        engine.search("Notiz Kuchen Obsidian", SearchOptions(mode="fts"))
+    pairs = stemming_vault.execute("SELECT weight FROM search_pairs").fetchall()
+    logged = stemming_vault.execute("SELECT results FROM search_log").fetchall()
+    n = len(json.loads(logged[0][0]))
+    assert len(logged) == 2 and n == 3
+    assert sorted(pairs) == [(2,)] * (n * (n - 1) // 2)
+    engine.search("Kuchen", SearchOptions(mode="fts", log=False))
+    assert stemming_vault.execute("SELECT count(*) FROM search_log").fetchone()[0] == 2
+
+
+def test_a_failing_log_never_fails_the_search(stemming_vault):
+    stemming_vault.execute("DROP TABLE search_pairs")
+    engine = SearchEngine(stemming_vault, load_settings())
+    response = engine.search("Kuchen Notiz", SearchOptions(mode="fts"))
+    assert len(response.results) == 2 and any("not logged" in n for n in response.notices)
+
+
+def test_filters(stemming_vault):
+    engine = SearchEngine(stemming_vault, load_settings())
+    response = engine.search("Notiz Kuchen", SearchOptions(mode="fts", log=False, path="Kuch"))
+    assert paths(response) == ["Kuchen.md"]
