@@ -18,6 +18,7 @@ from mindtui.models.files import ModelUnavailableError
 from mindtui.search.query import exact_key, fts_expression, query_stems
 from mindtui.store import search_store as store
 from mindtui.store import vectors as vector_store
+from mindtui.store.fulltext import stem_all_languages
 from mindtui.store.notes import passage_text
 
 MODES = ("hybrid", "fts", "vector")
@@ -76,8 +77,6 @@ def snippet(text: str, stems: list[set[str]]) -> str:
     if len(flat) <= SNIPPET_CHARS:
         return flat
     wanted = {s for group in stems for s in group}
-    from mindtui.store.fulltext import stem_all_languages
-
     for match in re.finditer(r"[^\W_]+", flat):
         if stem_all_languages(match.group(0).lower()) & wanted:
             start = max(0, match.start() - SNIPPET_CHARS // 3)
