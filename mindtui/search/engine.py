@@ -113,7 +113,7 @@ class SearchEngine:
             return []
         try:
             embedder = self._embedder_provider()
-            if store.vector_count(self.conn, embedder.model_id) == 0:
+            if not store.has_vectors(self.conn, embedder.model_id):
                 notices.append("no vectors yet (run `mindtui embed`); full-text results only")
                 return []
             vector = embedder.embed_query(query)

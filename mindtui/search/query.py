@@ -13,11 +13,15 @@ from mindtui.store import fulltext
 MAX_TERMS = 32
 
 
-def query_stems(text: str) -> list[set[str]]:
-    """Per query word, its stems in every indexed language (stop words dropped if others remain)."""
+def query_words(text: str) -> list[str]:
+    """The words a query searches for: stop words dropped if others remain."""
     words = fulltext.words(text)[:MAX_TERMS]
-    content = [w for w in words if not fulltext.is_stop_word(w)]
-    words = content or words
+    return [w for w in words if not fulltext.is_stop_word(w)] or words
+
+
+def query_stems(text: str) -> list[set[str]]:
+    """Per query word, its stems in every indexed language."""
+    words = query_words(text)
     groups: list[set[str]] = []
     seen: set[frozenset[str]] = set()
     for word in words:
@@ -53,8 +57,7 @@ def fts_expression(text: str) -> str | None:
     if not groups:
         return None
     terms = {f'"{stem}"' for group in groups for stem in group}
-    words = [w for w in fulltext.words(text)[:MAX_TERMS] if not fulltext.is_stop_word(w)]
-    terms.update(f'"{prefix}"*' for prefix in filter(None, (german_prefix(w) for w in words)))
+    terms.update(f'"{prefix}"*' for prefix in filter(None, (german_prefix(w) for w in query_words(text))))
     return " OR ".join(sorted(terms))
 
 

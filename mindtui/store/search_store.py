@@ -106,9 +106,9 @@ def title_matches(conn: apsw.Connection) -> list[tuple[str, str, list[str]]]:
             conn.execute("SELECT note_id, title, aliases FROM notes")]
 
 
-def vector_count(conn: apsw.Connection, model_id: str) -> int:
-    (count,) = conn.execute("SELECT count(*) FROM embeddings WHERE model_id = ?", (model_id,)).fetchone()
-    return count
+def has_vectors(conn: apsw.Connection, model_id: str) -> bool:
+    """Whether any vector exists for the model (an index probe, not a count: this runs per search)."""
+    return conn.execute("SELECT 1 FROM embeddings WHERE model_id = ? LIMIT 1", (model_id,)).fetchone() is not None
 
 
 def log_search(conn: apsw.Connection, query: str, mode: str, note_ids: list[str]) -> int:
