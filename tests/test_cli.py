@@ -27,7 +27,7 @@ def test_help_lists_commands_and_exit_codes(capsys):
         assert word in out
 
 
-@pytest.mark.parametrize("command", ["index", "status", "embed", "models"])
+@pytest.mark.parametrize("command", ["index", "status", "embed", "models", "search", "eval", "neighbors", "graph"])
 def test_each_command_has_help(command, capsys):
     with pytest.raises(SystemExit):
         main([command, "--help"])

@@ -31,10 +31,14 @@ def test_nightly_job_runs_its_steps_and_records_them(sample_vault, db_path, real
     done = mindtui("--job", "nightly", "--vault", str(sample_vault.root), "--db", str(db_path), "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert result["ok"] is True and [s["step"] for s in result["steps"]] == ["import", "embed"]
+    assert result["ok"] is True and [s["step"] for s in result["steps"]] == ["import", "embed", "graph"]
     assert result["steps"][0]["report"]["notes_added"] > 40
     assert result["steps"][1]["report"]["embedded"] > 100
-    assert runs(db_path) == [("nightly", "import", "ok"), ("nightly", "embed", "ok")]
+    graph = result["steps"][2]["report"]
+    assert graph["logs"] == ["Journal/Arbeitslog.md"] and graph["pairs"] > 20
+    assert [m["session"] for m in graph["mass_edits"]] == ["S13"]  # 14 notes: a mass edit, left out
+    assert "S13" in done.stderr and "mass edit" in done.stderr
+    assert runs(db_path) == [("nightly", "import", "ok"), ("nightly", "embed", "ok"), ("nightly", "graph", "ok")]
     conn = open_database(db_path)
     (report,) = conn.execute("SELECT report FROM job_runs").fetchone()
     conn.close()
@@ -76,8 +80,9 @@ def test_failed_step_gives_exit_code_1(tmp_path, db_path, real_model):
     done = mindtui("--job", "nightly", "--vault", str(tmp_path / "no-such-vault"), "--db", str(db_path))
     assert done.returncode == 1
     assert "does not exist" in done.stderr
-    # the next step still ran (and had nothing to embed)
-    assert runs(db_path) == [("nightly", "import", "failed"), ("nightly", "embed", "ok")]
+    # the next steps still ran (embed had nothing to do; graph needs the vault too)
+    assert runs(db_path) == [("nightly", "import", "failed"), ("nightly", "embed", "ok"),
+                             ("nightly", "graph", "failed")]
 
 
 def test_unknown_job_or_step_is_a_clear_error(db_path, sample_vault):

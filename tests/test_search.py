@@ -94,7 +94,9 @@ def test_fusion_adds_reciprocal_ranks_and_weights(stemming_vault):
     engine = SearchEngine(stemming_vault, load_settings(), embedder_provider=lambda: fake)
     response = engine.search("Notiz Gedanken", SearchOptions(log=False))
     first = response.results[0].explain
-    expected = sum(1 / (60 + first[name]["rank"]) for name in ("fts", "vector") if name in first)
+    settings = load_settings()
+    k, weights = settings.get("search.rrf_k"), settings.get("search.rrf_weights") or {}
+    expected = sum(weights.get(name, 1.0) / (k + first[name]["rank"]) for name in ("fts", "vector") if name in first)
     assert first["rrf"] == pytest.approx(expected, abs=1e-6)
     assert first["weighted"] == pytest.approx(first["rrf"] * first["retriever_weight"], abs=1e-6)
     scores = [r.score for r in response.results]

@@ -1,6 +1,6 @@
 """End to end with the real e5 model on the sample vault: hybrid search finds the answering note.
 
-A first quality bar; the golden-set evaluation (issue 3/7) will replace it with a measured one.
+Single queries that must work; the golden-set bar is in test_eval.py.
 """
 
 from __future__ import annotations
@@ -8,26 +8,13 @@ from __future__ import annotations
 import pytest
 
 from mindtui.config import load_settings
-from mindtui.models.sweep import run_embed_sweep
 from mindtui.search.engine import SearchOptions, make_search_engine
 from mindtui.store import open_database
 
-from conftest import SAMPLE_VAULT, run_import
-
-
-@pytest.fixture(scope="module")
-def sample_db(tmp_path_factory, e5_embedder):
-    db = tmp_path_factory.mktemp("search") / "sample.db"
-    run_import(db, SAMPLE_VAULT)
-    conn = open_database(db)
-    run_embed_sweep(conn, e5_embedder)
-    conn.close()
-    return db
-
 
 @pytest.fixture
-def engine(sample_db, real_model):
-    conn = open_database(sample_db)
+def engine(embedded_sample_db, real_model):
+    conn = open_database(embedded_sample_db)
     yield make_search_engine(conn, load_settings())
     conn.close()
 

@@ -85,8 +85,26 @@ def embed_step(ctx: StepContext) -> dict:
     return report.as_dict()
 
 
-STEPS: dict[str, Step] = {"import": import_step, "embed": embed_step}
-JOBS: dict[str, list[str]] = {"nightly": ["import", "embed"], "index": ["import"], "embed": ["embed"]}
+def graph_step(ctx: StepContext) -> dict:
+    """Refresh the change graph from the work logs; drop search pairs of deleted notes."""
+    from mindtui.graph.change_graph import build_change_graph
+    from mindtui.store.graph_store import prune_search_pairs
+
+    if ctx.vault is None:
+        raise StepError("no vault given: pass --vault PATH or set `vault:` in the config")
+    report = build_change_graph(ctx.conn, ctx.vault, ctx.settings).as_dict()
+    if not report["logs"]:
+        ctx.message("graph: no work log matches graph.work_logs; the change graph is empty")
+    for mass in report["mass_edits"]:
+        ctx.message(f"graph: {mass['log']} session {mass['session']} names {mass['notes']} notes "
+                    f"(> graph.max_notes_per_session): a mass edit, left out")
+    report["search_pairs_pruned"] = prune_search_pairs(ctx.conn)
+    return report
+
+
+STEPS: dict[str, Step] = {"import": import_step, "embed": embed_step, "graph": graph_step}
+JOBS: dict[str, list[str]] = {"nightly": ["import", "embed", "graph"], "index": ["import"], "embed": ["embed"],
+                              "graph": ["graph"]}
 
 
 @dataclass

@@ -22,6 +22,8 @@ from mindtui.store.fulltext import stem_all_languages
 from mindtui.store.notes import passage_text
 
 MODES = ("hybrid", "fts", "vector")
+# How much an edge of each provenance lets a note lend in graph expansion (DESIGN.md: explicit 1.0, rule 0.8).
+PROVENANCE_WEIGHTS = {"explicit": 1.0, "rule": 0.8}
 SNIPPET_CHARS = 220
 
 
@@ -34,6 +36,7 @@ class SearchOptions:
     path: str | None = None
     log: bool = True
     rerank: bool = True  # explicit searches only; automatic context lookups pass False
+    expand: bool | None = None  # 1-hop graph expansion; None = the `search.graph_expansion` setting
 
 
 @dataclass
@@ -95,6 +98,7 @@ class SearchEngine:
         self.settings = settings
         self._embedder_provider = embedder_provider
         self._reranker_provider = reranker_provider
+        self._title_cache: tuple[int, dict[str, set[str]]] | None = None
 
     def _setting(self, key: str, default):
         return type(default)(self.settings.get(f"search.{key}", default))
@@ -143,22 +147,29 @@ class SearchEngine:
         explain: dict[str, dict] = {}
         best_chunk: dict[str, int] = {}
         k = self._setting("rrf_k", 60)
+        list_weights = self.settings.get("search.rrf_weights") or {}
         fused: dict[str, float] = {}
         for name, hits in lists.items():
+            list_weight = float(list_weights.get(name, 1.0))
             for rank, hit in enumerate(hits, start=1):
                 entry = explain.setdefault(hit.note_id, {})
                 entry[name] = {"rank": rank, ("bm25" if name == "fts" else "cosine"): round(hit.score, 4)}
-                fused[hit.note_id] = fused.get(hit.note_id, 0.0) + 1.0 / (k + rank)
+                fused[hit.note_id] = fused.get(hit.note_id, 0.0) + list_weight / (k + rank)
                 best_chunk.setdefault(hit.note_id, hit.chunk_id)
 
-        protected = self._exact_matches(query, options)
-        facts = store.note_facts(self.conn, list(set(fused) | set(protected)))
+        facts = store.note_facts(self.conn, list(fused))
         scores: dict[str, float] = {}
         for note_id, value in fused.items():
             weight = facts[note_id].retriever_weight if note_id in facts else 1.0
             scores[note_id] = value * weight
             explain[note_id].update({"rrf": round(value, 6), "retriever_weight": weight,
                                      "weighted": round(value * weight, 6)})
+        expand = self._setting("graph_expansion", False) if options.expand is None else options.expand
+        if expand:
+            self._expand(scores, explain, options)
+
+        protected = self._exact_matches(query, options)
+        facts.update(store.note_facts(self.conn, [n for n in set(scores) | set(protected) if n not in facts]))
         order = sorted(scores, key=lambda n: (-scores[n], n))
         # An exact title or alias match goes first, whatever the fusion said.
         top = max(scores.values(), default=0.0)
@@ -167,10 +178,12 @@ class SearchEngine:
             if note_id in order:
                 order.remove(note_id)
             explain.setdefault(note_id, {})["protected"] = "exact title/alias match"
-            best_chunk.setdefault(note_id, store.best_chunk_of(self.conn, note_id))
         order = present + order
         for position, note_id in enumerate(present):
             scores[note_id] = round(top + 0.001 * (len(present) - position), 6)
+        for note_id in order:
+            if note_id not in best_chunk:  # reached by expansion or protection, not by a retriever
+                best_chunk[note_id] = store.best_chunk_of(self.conn, note_id)
 
         order = self._rerank(query, order, best_chunk, facts, explain, options, response.notices)
         texts = store.chunk_texts(self.conn, [c for c in (best_chunk.get(n) for n in order[:options.limit]) if c])
@@ -185,12 +198,59 @@ class SearchEngine:
             self._log(query, options.mode, [r.note_id for r in response.results], response.notices)
         return response
 
+    def _expand(self, scores: dict[str, float], explain: dict[str, dict], options: SearchOptions) -> None:
+        """1-hop graph expansion: the top notes lend part of their score to the notes they link with.
+
+        A neighbour gains factor x provenance weight x its strongest lender's score
+        (explicit edges weigh 1.0, type-default rules 0.8); notes outside the filters are not added.
+        """
+        lenders = sorted(scores, key=lambda n: (-scores[n], n))[:self._setting("graph_expansion_top", 10)]
+        factor = self._setting("graph_expansion_factor", 0.2)
+        strength: dict[tuple[str, str], float] = {}
+        for source, target, provenance, _confidence in store.expansion_edges(self.conn, lenders):
+            weight = PROVENANCE_WEIGHTS.get(provenance, 0.0)
+            strength[(source, target)] = max(strength.get((source, target), 0.0), weight)
+        filtered = bool(options.note_type or options.tag or options.path)
+        allowed = (store.notes_passing(self.conn, sorted({t for _, t in strength}), options.note_type, options.tag,
+                                       options.path) if filtered else None)
+        gains: dict[str, list[tuple[str, float]]] = {}
+        for (source, target), weight in strength.items():
+            if allowed is not None and target not in allowed:
+                continue
+            gains.setdefault(target, []).append((source, scores[source] * factor * weight))
+        for target, lent in gains.items():
+            # The strongest lender counts, not the sum: a hub note linked from every top result
+            # would otherwise overtake them all.
+            total = max(value for _, value in lent)
+            scores[target] = scores.get(target, 0.0) + total
+            explain.setdefault(target, {})["graph"] = {
+                "gain": round(total, 6), "from": [s for s, _ in sorted(lent, key=lambda p: -p[1])][:3]}
+
     def _exact_matches(self, query: str, options: SearchOptions) -> list[str]:
         key = exact_key(query)
         if not key:
             return []
-        return [nid for nid, title, aliases in store.title_matches(self.conn)
-                if key == exact_key(title) or any(key == exact_key(a) for a in aliases)]
+        matches = sorted(self._title_keys().get(key, ()))
+        if matches and (options.note_type or options.tag or options.path):
+            passing = store.notes_passing(self.conn, matches, options.note_type, options.tag, options.path)
+            matches = [n for n in matches if n in passing]
+        return matches
+
+    def _title_keys(self) -> dict[str, set[str]]:
+        """exact key of every title and alias -> note ids; rebuilt only when the database changed.
+
+        `PRAGMA data_version` moves when another connection commits (an import, an edit), so a
+        long-lived engine (TUI, MCP server) reads all titles once, not on every keystroke.
+        """
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        if self._title_cache is None or self._title_cache[0] != version:
+            keys: dict[str, set[str]] = {}
+            for note_id, title, aliases in store.title_matches(self.conn):
+                for name in [title, *aliases]:
+                    if exact_key(name):
+                        keys.setdefault(exact_key(name), set()).add(note_id)
+            self._title_cache = (version, keys)
+        return self._title_cache[1]
 
     def _rerank(self, query, order, best_chunk, facts, explain, options, notices) -> list[str]:
         if not options.rerank or self._reranker_provider is None or not order:

@@ -213,3 +213,18 @@ def corpus_counts(conn: apsw.Connection) -> dict[str, int]:
         "notes_total": notes, "chunks_total": chunks, "unresolved_total": row[0], "missing_total": row[1],
         "ambiguous_total": row[2], "out_of_corpus_total": row[3], "attachment_links_total": row[4],
     }
+
+
+def indexed_paths(conn: apsw.Connection) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT path FROM notes")}
+
+
+def resolved_link_paths(conn: apsw.Connection) -> dict[str, set[str]]:
+    """Note path -> paths of the other indexed notes its references resolve to."""
+    links: dict[str, set[str]] = {}
+    for source, target in conn.execute(
+            "SELECT s.path, t.path FROM note_links l JOIN notes s ON s.note_id = l.note_id"
+            " JOIN notes t ON t.note_id = l.resolved_note_id"
+            " WHERE l.resolution = 'resolved' AND l.resolved_note_id != l.note_id"):
+        links.setdefault(source, set()).add(target)
+    return links

@@ -125,3 +125,39 @@ def log_search(conn: apsw.Connection, query: str, mode: str, note_ids: list[str]
             [(a, b, now) for a, b in sorted(pairs)],
         )
     return search_id
+
+
+def expansion_edges(conn: apsw.Connection, note_ids: list[str]) -> list[tuple[str, str, str, float]]:
+    """Note-level explicit and rule edges touching these notes, as (from, to, provenance, confidence).
+
+    Both directions: a link from A to B lets A pull B up and B pull A up. Only edges between
+    indexed notes count (the vaultmap rule); structure and chunk edges never do.
+    """
+    if not note_ids:
+        return []
+    marks = ",".join("?" * len(note_ids))
+    rows = conn.execute(
+        "SELECT e.source_id, e.target_id, e.provenance, e.confidence FROM edges e"
+        " JOIN notes s ON s.note_id = e.source_id JOIN notes t ON t.note_id = e.target_id"
+        f" WHERE e.scope = 'note' AND e.provenance IN ('explicit', 'rule') AND e.source_id != e.target_id"
+        f" AND (e.source_id IN ({marks}) OR e.target_id IN ({marks}))",
+        (*note_ids, *note_ids))
+    out = []
+    wanted = set(note_ids)
+    for source, target, provenance, confidence in rows:
+        if source in wanted:
+            out.append((source, target, provenance, confidence))
+        if target in wanted:
+            out.append((target, source, provenance, confidence))
+    return out
+
+
+def notes_passing(conn: apsw.Connection, note_ids: list[str], note_type: str | None = None,
+                  tag: str | None = None, path_prefix: str | None = None) -> set[str]:
+    """Which of these notes pass the search filters."""
+    if not note_ids:
+        return set()
+    where, args = _filters(note_type, tag, path_prefix)
+    marks = ",".join("?" * len(note_ids))
+    return {row[0] for row in conn.execute(
+        f"SELECT n.note_id FROM notes n WHERE n.note_id IN ({marks}){where}", (*note_ids, *args))}

@@ -1,0 +1,174 @@
+"""The three evaluations behind `mindtui eval`: a BEIR set, a golden set for a vault, the linked-pair test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+from mindtui.config import Settings
+from mindtui.evaluation import runs, workspace
+from mindtui.evaluation.workspace import EvalInputError
+from mindtui.jobs.runner import StepProgress
+from mindtui.search.engine import make_search_engine
+from mindtui.store import notes as note_store
+from mindtui.store import open_database
+
+BEIR_METRICS = ["ndcg@10", "mrr@10", "recall@10", "recall@100"]
+GOLDEN_METRICS = ["ndcg@5", "ndcg@10", "mrr", "hit@1", "hit@3", "hit@5", "recall@10"]
+LINKED_METRICS = ["hit@10", "recall@10"]
+GOLDEN_CATEGORY = "uncategorised"
+
+
+def default_systems(settings: Settings, with_graph: bool) -> list[str]:
+    from mindtui.models.files import reranker_path
+
+    names = ["fts", "vector", "hybrid"] + (["hybrid+graph"] if with_graph else [])
+    return names + (["hybrid+rerank"] if reranker_path(settings) is not None else [])
+
+
+def _search_settings(settings: Settings) -> dict:
+    return {key: settings.get(f"search.{key}") for key in
+            ("candidate_pool", "min_cosine", "rrf_k", "graph_expansion", "graph_expansion_factor")}
+
+
+def eval_beir(settings: Settings, directory: Path, *, systems: list[str] | None, max_queries: int | None,
+              split: str, scratch: Path | None, db_path: Path | None, progress: StepProgress,
+              message: Callable[[str], None]) -> dict:
+    beir = workspace.load_beir(directory, split)
+    vault, default_db = workspace.beir_workspace(settings, directory, scratch)
+    db_path = db_path or default_db
+    message(f"eval: {beir.name}: {len(beir.corpus):,} documents, {len(beir.queries):,} judged queries; "
+            f"scratch index {db_path}")
+    path_to_doc = workspace.write_beir_vault(beir, vault)
+    workspace.prepare_vault(settings, vault, db_path, progress, message)
+    # Recall@100 needs 100 candidates from each retriever, whatever the configured pool.
+    pool = max(int(settings.get("search.candidate_pool", 50)), 100)
+    settings = Settings({**settings.data, "search": {**(settings.get("search") or {}), "candidate_pool": pool}})
+    query_ids = sorted(beir.queries)[:max_queries] if max_queries else sorted(beir.queries)
+    queries = {q: beir.queries[q] for q in query_ids}
+    qrels = {q: beir.qrels[q] for q in query_ids}
+    result = _run(settings, db_path, systems or default_systems(settings, with_graph=False), queries, qrels,
+                  BEIR_METRICS, 100, progress, translate=path_to_doc)
+    return {"kind": "beir", "source": str(directory), "documents": len(beir.corpus), "queries": len(queries),
+            "search": _search_settings(settings), **result}
+
+
+def load_golden(path: Path) -> list[dict]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvalInputError(f"{path}: cannot read ({exc})") from exc
+    except json.JSONDecodeError as exc:
+        raise EvalInputError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from exc
+    if not isinstance(data, list):
+        raise EvalInputError(f"{path}: expected a JSON list of queries")
+    seen: set[str] = set()
+    for number, item in enumerate(data, start=1):
+        if not isinstance(item, dict) or not isinstance(item.get("query"), str) or not item.get("relevant_paths"):
+            raise EvalInputError(f"{path}: entry {number} needs a \"query\" and non-empty \"relevant_paths\"")
+        item.setdefault("id", f"q{number}")
+        if item["id"] in seen:
+            raise EvalInputError(f"{path}: duplicate id {item['id']!r}")
+        seen.add(item["id"])
+    return data
+
+
+def eval_golden(settings: Settings, golden_path: Path, vault: Path, *, systems: list[str] | None,
+                scratch: Path | None, db_path: Path | None, progress: StepProgress,
+                message: Callable[[str], None]) -> dict:
+    golden = load_golden(golden_path)
+    db_path, indexed = _prepared(settings, vault, scratch, db_path, progress, message, note_store.indexed_paths)
+    missing = sorted({p for item in golden for p in item["relevant_paths"] + item.get("partial_paths", [])
+                      if p not in indexed})
+    if missing:
+        raise EvalInputError(f"{golden_path}: paths not indexed from {vault}: {', '.join(missing[:5])}"
+                             + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
+    queries = {item["id"]: item["query"] for item in golden}
+    qrels = {item["id"]: {**{p: 0.5 for p in item.get("partial_paths", [])},
+                          **{p: 1.0 for p in item["relevant_paths"]}} for item in golden}
+    categories = {item["id"]: item.get("category") or GOLDEN_CATEGORY for item in golden}
+    result = _run(settings, db_path, systems or default_systems(settings, with_graph=True), queries, qrels,
+                  GOLDEN_METRICS, 10, progress, categories=categories)
+    return {"kind": "golden", "source": str(golden_path), "vault": str(vault), "queries": len(queries),
+            "search": _search_settings(settings), **result}
+
+
+def eval_links(settings: Settings, vault: Path, *, systems: list[str] | None, sample: int | None,
+               scratch: Path | None, db_path: Path | None, progress: StepProgress,
+               message: Callable[[str], None]) -> dict:
+    db_path, links = _prepared(settings, vault, scratch, db_path, progress, message, note_store.resolved_link_paths)
+    queries, qrels, exclude = runs.linked_pair_queries(vault, links, sample)
+    if not queries:
+        raise EvalInputError(f"{vault}: no note links to another indexed note; nothing to test")
+    # Graph expansion is left out by default: it would reward a note's own links, which is what the test hides.
+    result = _run(settings, db_path, systems or default_systems(settings, with_graph=False), queries, qrels,
+                  LINKED_METRICS, 10, progress, exclude=exclude)
+    return {"kind": "links", "vault": str(vault), "queries": len(queries), "search": _search_settings(settings),
+            **result}
+
+
+def _prepared(settings: Settings, vault: Path, scratch: Path | None, db_path: Path | None,
+              progress: StepProgress, message: Callable[[str], None], read: Callable):
+    """Index and embed the vault into its scratch database; return the path and what `read` finds there."""
+    db_path = db_path or workspace.vault_db_path(settings, vault, scratch)
+    workspace.prepare_vault(settings, vault, db_path, progress, message)
+    conn = open_database(db_path, readonly=True)
+    try:
+        return db_path, read(conn)
+    finally:
+        conn.close()
+
+
+def _run(settings: Settings, db_path: Path, systems: list[str], queries: dict, qrels: dict, metrics: list[str],
+         limit: int, progress: StepProgress, *, translate: dict[str, str] | None = None,
+         exclude: dict | None = None, categories: dict | None = None) -> dict:
+    unknown = [s for s in systems if s not in runs.BASE_SYSTEMS]
+    if unknown:
+        raise EvalInputError(f"unknown system(s) {', '.join(unknown)}; choose from {', '.join(runs.BASE_SYSTEMS)}")
+    conn = open_database(db_path, readonly=True)
+    try:
+        engine = make_search_engine(conn, settings)
+        if translate is not None:  # BEIR: note paths back to document ids
+            qrels = {q: dict(j) for q, j in qrels.items()}
+            engine = _TranslatingEngine(engine, translate)
+        return runs.evaluate(engine, systems, queries, qrels, metrics, limit, exclude,
+                             progress=lambda done, total, name: progress(f"eval {name}", done, total, ""),
+                             categories=categories)
+    finally:
+        conn.close()
+
+
+class _TranslatingEngine:
+    """Reports BEIR results by document id instead of note path."""
+
+    def __init__(self, engine, path_to_doc: dict[str, str]) -> None:
+        self.engine, self.path_to_doc = engine, path_to_doc
+
+    def search(self, query, options):
+        response = self.engine.search(query, options)
+        for result in response.results:
+            result.path = self.path_to_doc.get(result.path, result.path)
+        return response
+
+
+def format_report(report: dict) -> str:
+    """The tables `mindtui eval` prints."""
+    systems = report["systems"]
+    metrics = list(next(iter(systems.values())).keys()) if systems else []
+    header = f"{report['kind']}: {report.get('source') or report.get('vault')}  ({report['queries']} queries)"
+    lines = [header, _table("system", systems, metrics)]
+    for category, per_system in report.get("categories", {}).items():
+        lines.append(f"\ncategory {category}")
+        lines.append(_table("system", per_system, metrics))
+    search = ", ".join(f"{k}={v}" for k, v in report.get("search", {}).items() if v is not None)
+    lines.append(f"\nsearch settings: {search}")
+    return "\n".join(lines)
+
+
+def _table(label: str, rows: dict[str, dict[str, float]], metrics: list[str]) -> str:
+    width = max([len(label)] + [len(name) for name in rows])
+    out = [f"{label.ljust(width)}  " + "  ".join(f"{m:>10}" for m in metrics)]
+    for name, values in rows.items():
+        out.append(f"{name.ljust(width)}  " + "  ".join(f"{values.get(m, 0.0):>10.4f}" for m in metrics))
+    return "\n".join(out)

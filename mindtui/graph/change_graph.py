@@ -1,0 +1,125 @@
+"""The change graph: notes worked on in one session of a work log become edges weighted by shared sessions.
+
+Unlike links, this signal spans the whole vault: a note left out of the index (excluded
+folder, too large) still takes part, identified by `path:<vault path>`. Sessions that name
+more notes than `graph.max_notes_per_session` are mass edits (renaming tags, moving folders):
+they are reported and left out, since they say nothing about what belongs together.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import apsw
+
+from mindtui.config import Settings
+from mindtui.graph.change_log import LogColumns, Session, read_work_log
+from mindtui.store import graph_store
+from mindtui.store.edges import EdgeRow
+from mindtui.vault.resolve import NameIndex
+from mindtui.vault.scan import excluded_by, scan_vault
+
+CHANGE_KIND = "edited_with"
+CHANGE_RULE = "change_log"
+OUTSIDE_PREFIX = "path:"
+EVIDENCE_CHARS = 400
+
+
+@dataclass
+class ChangeGraphReport:
+    logs: list[str] = field(default_factory=list)
+    sessions: int = 0
+    sessions_used: int = 0
+    mass_edits: list[dict] = field(default_factory=list)
+    pairs: int = 0
+    outside_notes: int = 0  # notes in pairs that are not indexed
+    unresolved: int = 0
+    warnings: list[dict] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {**self.__dict__, "mass_edits_total": len(self.mass_edits)}
+
+
+def outside_id(path: str) -> str:
+    return OUTSIDE_PREFIX + path
+
+
+def columns_from(settings: Settings) -> LogColumns:
+    def names(key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        value = settings.get(f"graph.{key}")
+        if isinstance(value, str):
+            return (value,)
+        return tuple(str(v) for v in value) if value else default
+
+    base = LogColumns()
+    return LogColumns(names("session_columns", base.session), names("date_columns", base.date),
+                      names("notes_columns", base.notes))
+
+
+def _confidence(sessions: int) -> float:
+    """One shared session is a hint, each further one halves the doubt."""
+    return round(1.0 - 0.5 ** sessions, 4)
+
+
+def build_change_graph(conn: apsw.Connection, vault: Path, settings: Settings) -> ChangeGraphReport:
+    report = ChangeGraphReport()
+    patterns = [str(p) for p in (settings.get("graph.work_logs") or [])]
+    limit = int(settings.get("graph.max_notes_per_session", 10))
+    columns = columns_from(settings)
+
+    scan = scan_vault(vault, exclude=[], max_file_bytes=10**12,
+                      follow_symlinks=bool(settings.get("import.follow_symlinks", True)))
+    names = NameIndex()
+    indexed = graph_store.all_note_refs(conn)
+    indexed_paths = {ref.path for ref in indexed}
+    for ref in indexed:
+        names.add_note(ref.note_id, ref.path, ref.aliases)
+    for file in scan.files:
+        if file.path not in indexed_paths:
+            names.add_note(outside_id(file.path), file.path, [])
+    logs = sorted((f for f in scan.files if excluded_by(f.path, patterns)), key=lambda f: f.path)
+    report.logs = [f.path for f in logs]
+
+    shared: dict[tuple[str, str], list[Session]] = {}
+    for log in logs:
+        try:
+            text = log.abs_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            report.warnings.append({"path": log.path, "reason": f"cannot read the work log: {exc}"})
+            continue
+        reading = read_work_log(text, columns, log.path)
+        report.warnings.extend({"path": log.path, "reason": w} for w in reading.warnings)
+        log_id = next((r.note_id for r in indexed if r.path == log.path), outside_id(log.path))
+        for session in reading.sessions:
+            report.sessions += 1
+            members: list[str] = []
+            for target in session.targets:
+                found = names.resolve(target, log_id, log.path)
+                if found.status == "resolved" and found.note_id not in members:
+                    members.append(found.note_id)
+                elif found.status in ("missing", "ambiguous"):
+                    report.unresolved += 1
+                    report.warnings.append({"path": log.path, "reason": f"session {session.key}: [[{target}]] "
+                                            f"is {found.status}: {found.detail}"})
+            if len(members) > limit:
+                report.mass_edits.append({"log": log.path, "session": session.key, "date": session.date,
+                                          "notes": len(members)})
+                continue
+            if len(members) >= 2:
+                report.sessions_used += 1
+            for pair in itertools.combinations(sorted(members), 2):
+                shared.setdefault(pair, []).append(session)
+
+    edges = []
+    for (first, second), sessions in sorted(shared.items()):
+        keys = ", ".join(s.key for s in sessions)
+        evidence = f"{len(sessions)} session(s): {keys} · {sessions[-1].rows[-1]}"
+        edges.append(EdgeRow(CHANGE_KIND, "note", first, second, None, "signal", CHANGE_RULE,
+                             _confidence(len(sessions)), graph_store.CHANGE_SIGNAL, float(len(sessions)),
+                             evidence[:EVIDENCE_CHARS]))
+    graph_store.replace_change_edges(conn, edges)
+    report.pairs = len(edges)
+    report.outside_notes = len({n for pair in shared for n in pair if n.startswith(OUTSIDE_PREFIX)})
+    return report

@@ -1,0 +1,157 @@
+"""A note's neighbours, grouped by signal: what belongs together, and why.
+
+Groups: links_out, backlinks, relations (typed; symmetric ones read both ways), type_defaults,
+change (edited in one session), search (found together), suggestions (similar by meaning but
+not linked yet, with their cosine). Every entry carries provenance, confidence, weight and the
+evidence it came from. Reads stored vectors only: no model is loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import apsw
+import numpy as np
+
+from mindtui.config import Settings
+from mindtui.graph.change_graph import OUTSIDE_PREFIX
+from mindtui.search.query import exact_key
+from mindtui.store import graph_store
+from mindtui.store import vectors as vector_store
+from mindtui.store.meta import get_meta
+
+GROUPS = ("links_out", "backlinks", "relations", "type_defaults", "change", "search", "suggestions")
+EMBEDDING_MODEL_KEY = "embedding_model"  # written by the embedding sweep
+
+
+class NoteLookupError(Exception):
+    """NOTE names no note, or several; the message lists candidates."""
+
+
+@dataclass
+class Neighbour:
+    note_id: str | None  # None for a note outside the index (change graph only)
+    path: str
+    title: str
+    kind: str
+    provenance: str
+    confidence: float
+    weight: float
+    evidence: str | None
+    extra: dict = field(default_factory=dict)  # direction, cosine, confirmed, indexed
+
+    def as_dict(self) -> dict:
+        data = {k: v for k, v in self.__dict__.items() if k != "extra"}
+        return {**data, **self.extra}
+
+
+def find_note(conn: apsw.Connection, name: str) -> graph_store.NoteRef:
+    """NOTE as a note_id, vault path (with or without .md), title or alias; never a guess."""
+    refs = graph_store.all_note_refs(conn)
+    text = name.strip()
+    for ref in refs:
+        if ref.note_id == text:
+            return ref
+    key = exact_key(text.removesuffix(".md") if text.lower().endswith(".md") else text)
+    for how, matches in (
+            ("path", [r for r in refs if exact_key(r.path.removesuffix(".md")) == key]),
+            ("title", [r for r in refs if exact_key(r.title) == key]),
+            ("alias", [r for r in refs if any(exact_key(a) == key for a in r.aliases)])):
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            listed = ", ".join(r.path for r in matches[:8])
+            raise NoteLookupError(f"{name!r} is ambiguous: {len(matches)} notes match by {how}: {listed}; "
+                                  "give the vault path")
+    raise NoteLookupError(f"no note {name!r} (tried note id, path, title and alias)")
+
+
+def _ref_of(other_id: str, refs: dict[str, graph_store.NoteRef]) -> tuple[str | None, str, str, bool]:
+    if other_id in refs:
+        ref = refs[other_id]
+        return ref.note_id, ref.path, ref.title, True
+    if other_id.startswith(OUTSIDE_PREFIX):
+        path = other_id[len(OUTSIDE_PREFIX):]
+        return None, path, path.rpartition("/")[2].removesuffix(".md"), False
+    return other_id, "", "", False  # an edge to a note deleted since: shown, marked
+
+
+def neighbours(conn: apsw.Connection, settings: Settings, note: graph_store.NoteRef,
+               symmetric: frozenset[str], groups: tuple[str, ...] = GROUPS) -> dict[str, list[Neighbour]]:
+    result: dict[str, list[Neighbour]] = {g: [] for g in groups}
+    edges = graph_store.note_edges(conn, note.note_id)
+    pairs = graph_store.search_pairs_of(conn, note.note_id) if "search" in groups else []
+    refs = graph_store.notes_by_id(conn, sorted({e.other_id for e in edges} | {p[0] for p in pairs}))
+
+    for edge in edges:
+        group = _group_of(edge, symmetric)
+        if group not in result:
+            continue
+        note_id, path, title, indexed = _ref_of(edge.other_id, refs)
+        if group != "change" and not indexed:
+            continue  # links to notes deleted since the last import: the next import drops them
+        direction = "both" if edge.kind in symmetric or group == "change" else edge.direction
+        extra = {"direction": direction} if group in ("relations", "type_defaults", "change") else {}
+        if group == "change":
+            extra["indexed"] = indexed
+        result[group].append(Neighbour(note_id, path, title, edge.kind, edge.provenance, edge.confidence,
+                                       edge.weight, edge.evidence, extra))
+
+    confirmed_at = int(settings.get("graph.search_confirmed_weight", 2))
+    for other, weight, last_seen in pairs:
+        if other not in refs:
+            continue
+        ref = refs[other]
+        evidence = "; ".join(f"“{q}”" for q in graph_store.queries_with_both(conn, note.note_id, other))
+        result["search"].append(Neighbour(
+            ref.note_id, ref.path, ref.title, "found_with", "signal", min(1.0, weight / confirmed_at),
+            float(weight), evidence or None, {"confirmed": weight >= confirmed_at, "last_seen": last_seen}))
+
+    if "suggestions" in result:
+        linked = {e.other_id for e in edges if e.provenance in ("explicit", "rule")}
+        result["suggestions"] = suggestions(conn, settings, note, linked)
+    for group, entries in result.items():
+        if group in ("change", "search"):
+            entries.sort(key=lambda n: (-n.weight, n.path))
+        elif group != "suggestions":
+            entries.sort(key=lambda n: (n.path, n.kind))
+    return result
+
+
+def _group_of(edge: graph_store.EdgeView, symmetric: frozenset[str]) -> str:
+    if edge.signal == graph_store.CHANGE_SIGNAL:
+        return "change"
+    if edge.provenance == "rule":
+        return "type_defaults"
+    if edge.provenance != "explicit":
+        return ""
+    if edge.kind == "links_to":
+        return "links_out" if edge.direction == "out" else "backlinks"
+    return "relations"
+
+
+def similar_notes(conn: apsw.Connection, note_id: str, model_id: str, k: int) -> dict[str, float]:
+    """Other notes by the best cosine between any of their chunks and any of this note's chunks."""
+    best: dict[str, float] = {}
+    for blob in graph_store.note_vectors(conn, note_id, model_id):
+        hits = vector_store.knn(conn, np.frombuffer(blob, dtype=np.float32), k)
+        for other, cosine in graph_store.embedding_notes(conn, {h.embedding_id: 1.0 - h.distance for h in hits}).items():
+            if other != note_id:
+                best[other] = max(best.get(other, -1.0), cosine)
+    return best
+
+
+def suggestions(conn: apsw.Connection, settings: Settings, note: graph_store.NoteRef,
+                linked: set[str]) -> list[Neighbour]:
+    """Notes similar in meaning that the note is not linked with (either way): link suggestions."""
+    model_id = get_meta(conn, EMBEDDING_MODEL_KEY)
+    if not model_id:
+        return []
+    count = int(settings.get("graph.suggestions", 10))
+    floor = float(settings.get("graph.suggest_min_cosine", 0.80))
+    similar = similar_notes(conn, note.note_id, model_id, k=count * 4 + 8)
+    ranked = [(other, cosine) for other, cosine in sorted(similar.items(), key=lambda p: (-p[1], p[0]))
+              if other not in linked and cosine >= floor][:count]
+    refs = graph_store.notes_by_id(conn, [o for o, _ in ranked])
+    return [Neighbour(o, refs[o].path, refs[o].title, "similar_to", "signal", round(c, 4), round(c, 4), None,
+                      {"cosine": round(c, 4)}) for o, c in ranked if o in refs]

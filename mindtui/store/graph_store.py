@@ -1,0 +1,145 @@
+"""Query functions for the graph signals: change edges, search pairs, degrees, a note's edges."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import apsw
+
+from mindtui.store.edges import EdgeRow, insert_edges
+
+CHANGE_SIGNAL = "change"
+
+
+@dataclass(frozen=True)
+class NoteRef:
+    note_id: str
+    path: str
+    title: str
+    aliases: list[str]
+
+
+def all_note_refs(conn: apsw.Connection) -> list[NoteRef]:
+    return [NoteRef(nid, path, title, json.loads(aliases)) for nid, path, title, aliases in
+            conn.execute("SELECT note_id, path, title, aliases FROM notes ORDER BY path")]
+
+
+def replace_change_edges(conn: apsw.Connection, edges: list[EdgeRow]) -> None:
+    """The change graph is rebuilt whole from the work logs: one transaction, old edges out, new in."""
+    with conn:
+        conn.execute("DELETE FROM edges WHERE signal = ?", (CHANGE_SIGNAL,))
+        insert_edges(conn, edges)
+
+
+def prune_search_pairs(conn: apsw.Connection) -> int:
+    """Search pairs whose notes no longer exist."""
+    with conn:
+        conn.execute("DELETE FROM search_pairs WHERE note_a NOT IN (SELECT note_id FROM notes)"
+                     " OR note_b NOT IN (SELECT note_id FROM notes)")
+        return conn.changes()
+
+
+@dataclass(frozen=True)
+class EdgeView:
+    """An edge seen from one note: the other end, and how they are connected."""
+
+    other_id: str
+    direction: str  # out | in
+    kind: str
+    provenance: str
+    rule_id: str
+    confidence: float
+    signal: str
+    weight: float
+    evidence: str | None
+
+
+def note_edges(conn: apsw.Connection, note_id: str) -> list[EdgeView]:
+    """Every note-level edge that touches the note (structure edges are chunk-level and left out)."""
+    rows = conn.execute(
+        "SELECT target_id, 'out', kind, provenance, rule_id, confidence, signal, weight, evidence FROM edges"
+        " WHERE scope = 'note' AND source_id = ?1 AND target_id != ?1"
+        " UNION ALL "
+        "SELECT source_id, 'in', kind, provenance, rule_id, confidence, signal, weight, evidence FROM edges"
+        " WHERE scope = 'note' AND target_id = ?1 AND source_id != ?1",
+        (note_id,))
+    return [EdgeView(*row) for row in rows]
+
+
+def search_pairs_of(conn: apsw.Connection, note_id: str) -> list[tuple[str, int, str]]:
+    """(other note, weight, last seen) for every search pair of the note, strongest first."""
+    return list(conn.execute(
+        "SELECT CASE WHEN note_a = ?1 THEN note_b ELSE note_a END, weight, last_seen FROM search_pairs"
+        " WHERE note_a = ?1 OR note_b = ?1 ORDER BY weight DESC, last_seen DESC", (note_id,)))
+
+
+def queries_with_both(conn: apsw.Connection, first: str, second: str, limit: int = 3) -> list[str]:
+    """The latest logged queries whose results held both notes (evidence for a search pair)."""
+    return [row[0] for row in conn.execute(
+        "SELECT query FROM search_log WHERE EXISTS (SELECT 1 FROM json_each(results) WHERE value = ?)"
+        " AND EXISTS (SELECT 1 FROM json_each(results) WHERE value = ?) ORDER BY search_id DESC LIMIT ?",
+        (first, second, limit))]
+
+
+def notes_by_id(conn: apsw.Connection, note_ids: list[str]) -> dict[str, NoteRef]:
+    if not note_ids:
+        return {}
+    marks = ",".join("?" * len(note_ids))
+    return {nid: NoteRef(nid, path, title, json.loads(aliases)) for nid, path, title, aliases in conn.execute(
+        f"SELECT note_id, path, title, aliases FROM notes WHERE note_id IN ({marks})", note_ids)}
+
+
+def note_vectors(conn: apsw.Connection, note_id: str, model_id: str, limit: int = 16) -> list[bytes]:
+    """The stored vectors of a note's first chunks (raw float32 blobs)."""
+    return [row[0] for row in conn.execute(
+        "SELECT v.embedding FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash AND e.model_id = ?"
+        " JOIN vec_chunks v ON v.rowid = e.embedding_id WHERE c.note_id = ? ORDER BY c.seq LIMIT ?",
+        (model_id, note_id, limit))]
+
+
+def embedding_notes(conn: apsw.Connection, similarities: dict[int, float]) -> dict[str, float]:
+    """Embedding hits -> note id -> best cosine (notes sharing a text all count)."""
+    if not similarities:
+        return {}
+    marks = ",".join("?" * len(similarities))
+    best: dict[str, float] = {}
+    for note_id, embedding_id in conn.execute(
+            "SELECT c.note_id, e.embedding_id FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash"
+            " JOIN notes n ON n.note_id = c.note_id"
+            f" WHERE e.embedding_id IN ({marks}) AND n.ai_processing = 1", list(similarities)):
+        best[note_id] = max(best.get(note_id, -1.0), similarities[embedding_id])
+    return best
+
+
+def signal_counts(conn: apsw.Connection, confirmed_weight: int) -> dict[str, int]:
+    row = conn.execute(
+        "SELECT"
+        " count(*) FILTER (WHERE provenance = 'explicit' AND kind = 'links_to'),"
+        " count(*) FILTER (WHERE provenance = 'explicit' AND kind != 'links_to'),"
+        " count(*) FILTER (WHERE provenance = 'rule'),"
+        " count(*) FILTER (WHERE signal = ?)"
+        " FROM edges WHERE scope = 'note'", (CHANGE_SIGNAL,)).fetchone()
+    pairs = conn.execute("SELECT count(*), count(*) FILTER (WHERE weight >= ?) FROM search_pairs",
+                         (confirmed_weight,)).fetchone()
+    searches = conn.execute("SELECT count(*) FROM search_log").fetchone()[0]
+    return {"links": row[0], "relations": row[1], "type_defaults": row[2], "change": row[3],
+            "search_pairs": pairs[0], "search_pairs_confirmed": pairs[1], "searches_logged": searches}
+
+
+def most_connected(conn: apsw.Connection, signal: str, limit: int, confirmed_weight: int) -> list[tuple[str, float]]:
+    """(node id, summed weight) of the best-connected notes for one signal; both ends count."""
+    if signal == "search":
+        sql = ("SELECT node, sum(weight) AS w, count(*) AS d FROM ("
+               " SELECT note_a AS node, weight FROM search_pairs WHERE weight >= ?1"
+               " UNION ALL SELECT note_b, weight FROM search_pairs WHERE weight >= ?1)"
+               " GROUP BY node ORDER BY d DESC, w DESC, node LIMIT ?2")
+        return [(node, d) for node, _w, d in conn.execute(sql, (confirmed_weight, limit))]
+    where = {"links": "provenance = 'explicit' AND kind = 'links_to'",
+             "relations": "provenance = 'explicit' AND kind != 'links_to'",
+             "type_defaults": "provenance = 'rule'", "change": f"signal = '{CHANGE_SIGNAL}'"}[signal]
+    sql = (f"SELECT node, count(DISTINCT other) AS d FROM ("
+           f" SELECT source_id AS node, target_id AS other FROM edges WHERE scope = 'note' AND {where}"
+           f" UNION ALL SELECT target_id, source_id FROM edges WHERE scope = 'note' AND {where})"
+           f" GROUP BY node ORDER BY d DESC, node LIMIT ?")
+    return list(conn.execute(sql, (limit,)))

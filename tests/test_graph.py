@@ -1,0 +1,232 @@
+"""The graph signals: vaultmap rule, change graph from work-log tables, search pairs, neighbours, stats."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fakes import DeterministicFakeEmbedder
+
+from mindtui.cli import main
+from mindtui.config import load_settings
+from mindtui.graph.change_graph import build_change_graph
+from mindtui.graph.change_log import LogColumns, read_work_log
+from mindtui.graph.neighbours import GROUPS, NoteLookupError, find_note, neighbours
+from mindtui.models.sweep import run_embed_sweep
+from mindtui.search.engine import SearchEngine, SearchOptions
+from mindtui.store import open_database
+from mindtui.store.graph_store import prune_search_pairs
+
+from conftest import run_import
+
+LOG = """\
+# Arbeitslog
+
+| Datum | Sitzung | Notizen | Dauer |
+|---|---|---|---|
+| 2026-10-01 | S1 | [[Alpha]], [[Beta]] | 30 min |
+| 2026-10-02 | S2 | [[Alpha]], [[Beta]], [[Gamma]] | 20 min |
+| 2026-10-03 | S3 | [[Alpha]], [[Beta]], [[Gamma]], [[Delta]], [[Epsilon]] | 5 min |
+| 2026-10-04 | S4 | [[Delta]], [[Archiv/Alt\\|die alte Liste]] | 10 min |
+"""
+
+
+def change_pairs(db_path) -> dict[tuple[str, str], float]:
+    """(title, title) -> weight of every change edge; a note outside the index by its file name."""
+    conn = open_database(db_path)
+    try:
+        titles = dict(conn.execute("SELECT note_id, title FROM notes").fetchall())
+        rows = conn.execute("SELECT source_id, target_id, weight FROM edges WHERE signal = 'change'").fetchall()
+    finally:
+        conn.close()
+
+    def name(node: str) -> str:
+        return titles.get(node) or node.removeprefix("path:").rpartition("/")[2].removesuffix(".md")
+
+    return {tuple(sorted((name(a), name(b)))): w for a, b, w in rows}
+
+
+@pytest.fixture
+def graph_vault(vault):
+    for name in ("Alpha", "Beta", "Gamma", "Delta", "Epsilon"):
+        vault.write(f"{name}.md", f"# {name}\n\nText über {name}.\n")
+    vault.write("Archiv/Alt.md", "Eine alte Liste. [[Alpha]]\n")
+    vault.write("Journal/Arbeitslog.md", LOG, dedent=False)
+    return vault
+
+
+def build(db_path, vault_root, **graph_settings):
+    settings = load_settings(overrides={"graph": {"max_notes_per_session": 4, **graph_settings},
+                                        "import": {"exclude": ["Archiv/**"]}})
+    run_import(db_path, vault_root, exclude=["Archiv/**"])
+    conn = open_database(db_path)
+    try:
+        return build_change_graph(conn, vault_root, settings)
+    finally:
+        conn.close()
+
+
+def test_sessions_become_weighted_pairs_and_mass_edits_are_left_out(graph_vault, db_path):
+    report = build(db_path, graph_vault.root)
+    pairs = change_pairs(db_path)
+    assert pairs[("Alpha", "Beta")] == 2  # S1 and S2; S3 is a mass edit (5 notes > 4)
+    assert pairs[("Alpha", "Gamma")] == 1 and pairs[("Beta", "Gamma")] == 1
+    assert ("Delta", "Epsilon") not in pairs
+    assert report.mass_edits == [{"log": "Journal/Arbeitslog.md", "session": "S3", "date": "2026-10-03", "notes": 5}]
+    # The change graph spans the whole vault: an excluded note still pairs, by its path.
+    assert pairs[("Alt", "Delta")] == 1 and report.outside_notes == 1
+
+
+def test_columns_are_found_by_header_not_position(graph_vault, db_path):
+    build(db_path, graph_vault.root)
+    expected = change_pairs(db_path)
+    reordered = LOG.replace("| Datum | Sitzung | Notizen | Dauer |", "| Dauer | Notizen | Sitzung | Datum | Ort |")
+    rows = []
+    for line in reordered.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")] if line.startswith("| 2026") else None
+        if cells:
+            date, session, notes, duration = cells
+            rows.append(f"| {duration} | {notes} | {session} | {date} | Büro |")
+        elif line.startswith("|---"):
+            rows.append("|---|---|---|---|---|")
+        else:
+            rows.append(line)
+    graph_vault.write("Journal/Arbeitslog.md", "\n".join(rows) + "\n", dedent=False)
+    build(db_path, graph_vault.root)
+    assert change_pairs(db_path) == expected
+
+
+def test_a_dropped_optional_column_and_a_renamed_header_still_read():
+    text = "| date | **Session** | Notes |\n|:--|:-:|--:|\n| 2026-01-01 | A | [[X]] [[Y]] |\n| 2026-01-02 | | [[Y]], [[Z]] |\n"
+    reading = read_work_log(text, LogColumns(), "log.md")
+    assert [(s.key, s.targets) for s in reading.sessions] == [("A", ["X", "Y"]), ("2026-01-02", ["Y", "Z"])]
+    assert not reading.warnings
+
+
+def test_a_missing_required_column_is_a_clear_warning(graph_vault, db_path):
+    graph_vault.write("Journal/Arbeitslog.md", "| Datum | Sitzung | Dauer |\n|---|---|---|\n| 2026-10-01 | S1 | 1h |\n")
+    report = build(db_path, graph_vault.root)
+    assert report.pairs == 0
+    reason = report.warnings[0]["reason"]
+    assert "no table with a notes column (Notizen / Notes)" in reason and "Datum | Sitzung | Dauer" in reason
+
+
+def test_unresolved_names_in_a_session_are_reported_not_guessed(graph_vault, db_path):
+    graph_vault.write("Journal/Arbeitslog.md", "| Datum | Notizen |\n|---|---|\n| 2026-10-01 | [[Alpha]], [[Nirgends]] |\n")
+    report = build(db_path, graph_vault.root)
+    assert report.unresolved == 1 and "Nirgends" in report.warnings[0]["reason"]
+
+
+def test_rebuilding_replaces_the_change_graph(graph_vault, db_path):
+    build(db_path, graph_vault.root)
+    graph_vault.write("Journal/Arbeitslog.md", "| Datum | Notizen |\n|---|---|\n| 2026-10-01 | [[Gamma]] [[Delta]] |\n")
+    build(db_path, graph_vault.root)
+    assert change_pairs(db_path) == {("Delta", "Gamma"): 1}
+
+
+@pytest.fixture
+def linked_db(vault, db_path):
+    vault.write("Konzept.md", "---\naliases: [Idee]\n---\nrel: similar_to [[Verwandt]]\nSiehe [[Projekt]].\n")
+    vault.write("Projekt.md", "---\ntype: project\n---\nWendet [[Konzept]] an.\n")
+    vault.write("Verwandt.md", "Nichts verlinkt zurück.\n")
+    vault.write("Fremd.md", "Ein Gedanke ohne Verbindung.\n")
+    vault.write("Quelle.md", "> [!edge] supports: [[Konzept]]\n")
+    vault.write("Vorlagen/Alt.md", "alt\n")
+    vault.write("Liste.md", "[[Vorlagen/Alt]] und [[Konzept]]\n")
+    vault.write("Arbeitslog.md", "| Sitzung | Notizen |\n|---|---|\n| 1 | [[Konzept]], [[Verwandt]] |\n")
+    run_import(db_path, vault.root, exclude=["Vorlagen/**"])
+    conn = open_database(db_path)
+    build_change_graph(conn, vault.root, load_settings())
+    yield conn
+    conn.close()
+
+
+def group_paths(found, group):
+    return [n.path for n in found[group]]
+
+
+def test_neighbours_grouped_by_signal(linked_db):
+    symmetric = frozenset({"similar_to", "related_to"})
+    note = find_note(linked_db, "Konzept")
+    found = neighbours(linked_db, load_settings(), note, symmetric)
+    assert list(found) == list(GROUPS)
+    assert group_paths(found, "links_out") == ["Projekt.md", "Verwandt.md"]  # a rel: link is a link too
+    assert group_paths(found, "backlinks") == ["Arbeitslog.md", "Liste.md", "Projekt.md", "Quelle.md"]
+    relations = {(n.path, n.kind, n.extra["direction"]) for n in found["relations"]}
+    assert relations == {("Verwandt.md", "similar_to", "both"), ("Quelle.md", "supports", "in")}
+    # A symmetric relation reads both ways: the target sees it too.
+    back = neighbours(linked_db, load_settings(), find_note(linked_db, "Verwandt.md"), symmetric)
+    assert [(n.path, n.extra["direction"]) for n in back["relations"]] == [("Konzept.md", "both")]
+    change = found["change"][0]
+    assert (change.path, change.weight, change.provenance) == ("Verwandt.md", 1.0, "signal")
+    assert "| 1 | [[Konzept]], [[Verwandt]] |" in change.evidence
+    link = found["links_out"][0]
+    assert (link.provenance, link.confidence, link.evidence) == ("explicit", 1.0, "Siehe [[Projekt]].")
+
+
+def test_vaultmap_links_to_excluded_notes_are_out_of_corpus_not_edges(linked_db):
+    note = find_note(linked_db, "Liste")
+    found = neighbours(linked_db, load_settings(), note, frozenset())
+    assert group_paths(found, "links_out") == ["Konzept.md"]
+    (resolution,) = linked_db.execute("SELECT resolution FROM note_links l JOIN notes n USING (note_id)"
+                                      " WHERE n.path = 'Liste.md' AND target_path = 'Vorlagen/Alt'").fetchone()
+    assert resolution == "out_of_corpus"
+
+
+def test_search_pairs_confirmed_at_the_configured_weight_and_pruned(linked_db, vault, db_path):
+    engine = SearchEngine(linked_db, load_settings())
+    for _ in range(2):
+        engine.search("Wendet Siehe", SearchOptions(mode="fts"))  # Projekt.md and Konzept.md
+    engine.search("Siehe Nichts", SearchOptions(mode="fts"))  # Konzept.md and Verwandt.md
+    found = neighbours(linked_db, load_settings(), find_note(linked_db, "Konzept"), frozenset())
+    search = {n.path: (n.weight, n.extra["confirmed"]) for n in found["search"]}
+    assert search["Projekt.md"] == (2.0, True)
+    assert search.get("Verwandt.md", (1.0, False)) == (1.0, False)
+    assert "Wendet Siehe" in next(n for n in found["search"] if n.path == "Projekt.md").evidence
+    vault.remove("Projekt.md")
+    run_import(db_path, vault.root, exclude=["Vorlagen/**"])
+    assert prune_search_pairs(linked_db) >= 1
+    found = neighbours(linked_db, load_settings(), find_note(linked_db, "Konzept"), frozenset())
+    assert "Projekt.md" not in group_paths(found, "search")
+
+
+def test_suggestions_are_similar_notes_not_yet_linked(linked_db):
+    fake = DeterministicFakeEmbedder()
+    run_embed_sweep(linked_db, fake)
+    settings = load_settings(overrides={"graph": {"suggest_min_cosine": -1.0}})
+    found = neighbours(linked_db, settings, find_note(linked_db, "Konzept"), frozenset())
+    suggested = group_paths(found, "suggestions")
+    assert "Fremd.md" in suggested
+    assert not {"Projekt.md", "Verwandt.md", "Quelle.md", "Liste.md", "Konzept.md", "Arbeitslog.md"} & set(suggested)
+    cosines = [n.extra["cosine"] for n in found["suggestions"]]
+    assert cosines == sorted(cosines, reverse=True)
+
+
+def test_find_note_by_path_title_alias_id_and_ambiguity(linked_db, vault, db_path):
+    note = find_note(linked_db, "Konzept.md")
+    assert find_note(linked_db, "idee").note_id == note.note_id == find_note(linked_db, note.note_id).note_id
+    with pytest.raises(NoteLookupError, match="no note"):
+        find_note(linked_db, "Gibt es nicht")
+    vault.write("Unter/Konzept.md", "zweites\n")
+    vault.write("A/Thema.md", "eins\n")
+    vault.write("B/Thema.md", "zwei\n")
+    run_import(db_path, vault.root, exclude=["Vorlagen/**"])
+    assert find_note(linked_db, "Konzept").path == "Konzept.md"  # an exact vault path wins over a title
+    with pytest.raises(NoteLookupError, match="ambiguous: 2 notes match by title: A/Thema.md, B/Thema.md"):
+        find_note(linked_db, "Thema")
+
+
+def test_neighbors_cli_json_shape_and_graph_stats(linked_db, db_path, capsys):
+    assert main(["neighbors", "Idee", "--db", str(db_path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["note"]["path"] == "Konzept.md" and list(data["groups"]) == list(GROUPS)
+    entry = data["groups"]["links_out"][0]
+    assert {"note_id", "path", "title", "kind", "provenance", "confidence", "weight", "evidence"} <= set(entry)
+    assert main(["neighbors", "Idee", "--db", str(db_path), "--json", "--signal", "change"]) == 0
+    assert list(json.loads(capsys.readouterr().out)["groups"]) == ["change"]
+    assert main(["neighbors", "Niemand", "--db", str(db_path)]) == 1
+    assert "no note" in capsys.readouterr().err
+    assert main(["graph", "stats", "--db", str(db_path), "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["counts"]["change"] == 1 and stats["counts"]["links"] >= 3
+    assert stats["most_connected"]["links"][0]["path"] == "Konzept.md"

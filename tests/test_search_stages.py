@@ -1,0 +1,116 @@
+"""The later search stages: graph expansion, filters on protected matches, the title cache, reranking."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import DeterministicFakeEmbedder
+
+from mindtui.config import load_settings
+from mindtui.models.files import ModelUnavailableError
+from mindtui.search.engine import SearchEngine, SearchOptions, make_search_engine
+from mindtui.store import open_database
+from mindtui.store.notes import passage_text
+
+from conftest import run_import
+
+
+@pytest.fixture
+def linked_vault(vault, db_path):
+    vault.write("Kochen/Kuchen.md", "Der Kuchen braucht Mehl, Zucker und 40 Minuten im Ofen. [[Ofen]]\n")
+    vault.write("Kochen/Ofen.md", "Umluft oder Ober- und Unterhitze.\n")
+    vault.write("Kochen/Brot.md", "Brot backt man lange bei hoher Hitze.\n")
+    for n in range(4):
+        vault.write(f"Themen/Hub{n}.md", "Kuchen Kuchen Kuchen.\n")
+    vault.write("Themen/Backen.md", "Alles zum Backen: [[Kuchen]] [[Brot]] [[Hub0]] [[Hub1]] [[Hub2]] [[Hub3]]\n")
+    vault.write("Werkstatt.md", "---\naliases: [Backofen]\ntype: project\n---\nDie Werkstatt hat einen Backofen.\n")
+    run_import(db_path, vault.root)
+    conn = open_database(db_path)
+    yield conn
+    conn.close()
+
+
+def paths(response) -> list[str]:
+    return [r.path for r in response.results]
+
+
+def test_expansion_adds_a_linked_note_that_no_retriever_found(linked_vault):
+    engine = SearchEngine(linked_vault, load_settings())
+    plain = engine.search("Mehl Zucker", SearchOptions(mode="fts", log=False, expand=False))
+    expanded = engine.search("Mehl Zucker", SearchOptions(mode="fts", log=False, expand=True))
+    assert paths(plain) == ["Kochen/Kuchen.md"]
+    assert paths(expanded)[0] == "Kochen/Kuchen.md" and "Kochen/Ofen.md" in paths(expanded)
+    ofen = next(r for r in expanded.results if r.path == "Kochen/Ofen.md")
+    kuchen = expanded.results[0]
+    assert ofen.explain["graph"]["from"] == [kuchen.note_id]
+    # The linked note gains the factor (0.2) times its lender's score, through an explicit edge (1.0).
+    assert ofen.score == pytest.approx(0.2 * kuchen.score, rel=1e-3)
+    assert ofen.snippet.startswith("Umluft")  # its best chunk is shown even though no retriever matched it
+
+
+def test_expansion_counts_the_strongest_lender_not_the_sum(linked_vault):
+    """Backen.md is linked from nothing but links to all the Kuchen notes: it must not outrank them."""
+    engine = SearchEngine(linked_vault, load_settings())
+    response = engine.search("Kuchen", SearchOptions(mode="fts", log=False, expand=True, limit=20))
+    backen = next(r for r in response.results if r.path == "Themen/Backen.md")
+    lenders = [r for r in response.results if r.note_id in backen.explain["graph"]["from"]]
+    assert len(lenders) >= 2
+    assert backen.explain["graph"]["gain"] == pytest.approx(0.2 * max(r.explain["weighted"] for r in lenders),
+                                                            rel=1e-3)
+
+
+def test_expansion_respects_filters(linked_vault):
+    engine = SearchEngine(linked_vault, load_settings())
+    response = engine.search("Mehl Zucker", SearchOptions(mode="fts", log=False, expand=True, path="Kochen/Kuchen"))
+    assert paths(response) == ["Kochen/Kuchen.md"]
+
+
+def test_protected_match_respects_filters(linked_vault):
+    engine = SearchEngine(linked_vault, load_settings())
+    assert paths(engine.search("Backofen", SearchOptions(mode="fts", log=False)))[0] == "Werkstatt.md"
+    filtered = engine.search("Backofen", SearchOptions(mode="fts", log=False, path="Kochen/"))
+    assert "Werkstatt.md" not in paths(filtered)
+
+
+def test_title_cache_sees_notes_imported_by_another_connection(linked_vault, vault, db_path):
+    engine = SearchEngine(linked_vault, load_settings())
+    assert not any("protected" in r.explain for r in engine.search("Sauerteig", SearchOptions(log=False)).results)
+    vault.write("Rezepte/Sauerteig.md", "Roggen und Wasser, drei Tage.\n")
+    run_import(db_path, vault.root)
+    response = engine.search("Sauerteig", SearchOptions(mode="fts", log=False))
+    assert paths(response)[0] == "Rezepte/Sauerteig.md" and response.results[0].explain["protected"]
+
+
+class FailingReranker:
+    def score(self, query, passages):
+        raise ModelUnavailableError("reranker decode failed")
+
+
+def test_failing_reranker_keeps_the_fused_order_with_a_notice(linked_vault):
+    engine = SearchEngine(linked_vault, load_settings(), reranker_provider=lambda: FailingReranker())
+    fused = engine.search("Kuchen Ofen", SearchOptions(mode="fts", log=False, rerank=False))
+    response = engine.search("Kuchen Ofen", SearchOptions(mode="fts", log=False))
+    assert paths(response) == paths(fused) and any("reranker failed" in n for n in response.notices)
+
+
+def test_configured_reranker_reorders_the_head(linked_vault, rank_gguf, monkeypatch):
+    """A real rank GGUF (random head): the order follows its scores, and automatic lookups skip it."""
+    monkeypatch.setenv("MINDTUI_MODELS__RERANKER_PATH", str(rank_gguf))
+    monkeypatch.setenv("MINDTUI_MODELS__RERANKER_THREADS", "2")
+    settings = load_settings()
+    engine = make_search_engine(linked_vault, settings)
+    engine._embedder_provider = lambda: DeterministicFakeEmbedder()  # no vectors: full text only
+    response = engine.search("Kuchen Ofen Hitze", SearchOptions(mode="fts", log=False, limit=20))
+    reranked = [r for r in response.results if "rerank" in r.explain]
+    assert len(reranked) >= 3
+    assert [r.explain["rerank"]["rank"] for r in reranked] == list(range(1, len(reranked) + 1))
+    scores = [r.explain["rerank"]["score"] for r in reranked]
+    assert scores == sorted(scores, reverse=True)
+    # The scores are the reranker's own for (query, the best chunk's passage text).
+    reranker = engine._reranker_provider()
+    texts = linked_vault.execute("SELECT chunk_id, heading_path, text FROM chunks").fetchall()
+    by_chunk = {cid: (heading, text) for cid, heading, text in texts}
+    first = reranked[0]
+    expected = reranker.score("Kuchen Ofen Hitze", [passage_text(first.title, *by_chunk[first.chunk_id])])[0]
+    assert first.explain["rerank"]["score"] == pytest.approx(expected, abs=1e-3)
+    automatic = engine.search("Kuchen Ofen Hitze", SearchOptions(mode="fts", log=False, limit=20, rerank=False))
+    assert not any("rerank" in r.explain for r in automatic.results)
