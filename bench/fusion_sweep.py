@@ -47,9 +47,11 @@ def main() -> int:
     parser.add_argument("beir_dir", type=Path)
     parser.add_argument("--max-queries", type=int)
     parser.add_argument("--scratch", type=Path)
+    parser.add_argument("--split", default="test", help="qrels split (tune on train, report test)")
+    parser.add_argument("--pool", type=int, default=100, help="candidates per list (default 100, as eval beir)")
     args = parser.parse_args()
     settings = load_settings()
-    beir = workspace.load_beir(args.beir_dir)
+    beir = workspace.load_beir(args.beir_dir, args.split)
     vault, db = workspace.beir_workspace(settings, args.beir_dir, args.scratch)
     path_to_doc = workspace.write_beir_vault(beir, vault)
     conn = open_database(db, readonly=True)
@@ -61,8 +63,8 @@ def main() -> int:
     for number, qid in enumerate(query_ids, 1):
         text = beir.queries[qid]
         notices: list[str] = []
-        fts = engine._fts(text, options, 100)
-        vec = engine._vector(text, options, 100, notices)
+        fts = engine._fts(text, options, args.pool)
+        vec = engine._vector(text, options, args.pool, notices)
         ids = {h.note_id for h in fts + vec} - set(facts_path)
         if ids:
             for nid, path in conn.execute(f"SELECT note_id, path FROM notes WHERE note_id IN ({','.join('?' * len(ids))})",
@@ -79,9 +81,9 @@ def main() -> int:
     for k in (10, 20, 40, 60, 100):
         for w_vec in (1.0, 1.5, 2.0):
             rows.append((f"rrf k={k} w_vec={w_vec}", score(lambda f, v, k=k, w=w_vec: rrf(f, v, k, 1.0, w))))
-    for alpha in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
+    for alpha in (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8):
         rows.append((f"convex alpha={alpha}", score(lambda f, v, a=alpha: convex(f, v, a))))
-    print(f"{'fusion':<26} nDCG@10   ({args.beir_dir}, {len(query_ids)} queries)")
+    print(f"{'fusion':<26} nDCG@10   ({args.beir_dir} {args.split}, {len(query_ids)} queries, pool {args.pool})")
     for name, value in rows:
         print(f"{name:<26} {value:.4f}")
     print(f"\nrerun: .venv/bin/python bench/fusion_sweep.py {args.beir_dir}")

@@ -288,7 +288,7 @@ def _neighbors(args: argparse.Namespace, settings: Settings) -> int:
         lines.append(f"\n{group} ({len(entries)})")
         for entry in entries[:args.limit]:
             extra = entry.extra
-            tag = (f"cosine {extra['cosine']:.3f}" if "cosine" in extra else
+            tag = (_suggestion_tag(extra) if group == "suggestions" else
                    f"weight {entry.weight:g}" + (" confirmed" if extra.get("confirmed") else "")
                    + ("" if extra.get("indexed", True) else " not indexed"))
             arrow = {"in": "<-", "out": "->", "both": "<->"}.get(extra.get("direction", ""), "")
@@ -299,6 +299,13 @@ def _neighbors(args: argparse.Namespace, settings: Settings) -> int:
             lines.append(f"  ... {len(entries) - args.limit} more (--limit, --json)")
     _emit(args, data, "\n".join(lines))
     return EXIT_OK
+
+
+def _suggestion_tag(extra: dict) -> str:
+    parts = [f"cosine {extra['cosine']:.3f}"] if extra.get("cosine") is not None else []
+    if extra.get("shared_links"):
+        parts.append(f"shared links {extra['shared_links']:.2f}")
+    return ", ".join(parts)
 
 
 def _graph(args: argparse.Namespace, settings: Settings) -> int:

@@ -109,22 +109,25 @@ def test_eval_beir_end_to_end(capsys, tmp_path, real_model):
 
 
 def test_eval_golden_meets_the_measured_bar(capsys, tmp_path, real_model, embedded_sample_db):
-    """Measured on the sample vault: hybrid nDCG@10 0.72, Hit@5 0.83, fts 0.63, vector 0.61."""
+    """Measured on the sample vault: hybrid nDCG@10 0.836, Hit@5 0.93, R@10 0.95; fts 0.80, vector 0.81;
+    with graph expansion 0.846."""
     db = tmp_path / "eval.db"
     shutil.copy(embedded_sample_db, db)
     report = run_eval(capsys, "golden", str(GOLDEN), "--vault", str(SAMPLE_VAULT), "--db", str(db))
     hybrid, fts, vector = (report["systems"][name] for name in ("hybrid", "fts", "vector"))
-    assert hybrid["ndcg@10"] >= 0.66 and hybrid["hit@5"] >= 0.76 and hybrid["recall@10"] >= 0.85
+    assert hybrid["ndcg@10"] >= 0.78 and hybrid["hit@5"] >= 0.86 and hybrid["recall@10"] >= 0.9
     assert hybrid["ndcg@10"] > max(fts["ndcg@10"], vector["ndcg@10"])  # fusion beats either list alone
+    assert report["systems"]["hybrid+graph"]["ndcg@10"] >= hybrid["ndcg@10"] - 0.01
     assert report["categories"]["title"]["hybrid"]["hit@1"] == 1.0  # exact titles and aliases go first
-    assert "hybrid+graph" in report["systems"]
+    assert report["categories"]["crosslingual"]["hybrid"]["ndcg@10"] > report["categories"]["crosslingual"]["fts"][
+        "ndcg@10"]  # meaning crosses languages where words cannot
 
 
 def test_eval_links_end_to_end(capsys, tmp_path, real_model, embedded_sample_db):
     db = tmp_path / "eval.db"
     shutil.copy(embedded_sample_db, db)
     report = run_eval(capsys, "links", str(SAMPLE_VAULT), "--db", str(db), "--systems", "hybrid")
-    assert report["queries"] >= 40 and report["systems"]["hybrid"]["hit@10"] >= 0.9  # measured 0.96
+    assert report["queries"] >= 40 and report["systems"]["hybrid"]["hit@10"] >= 0.95  # measured 1.0
 
 
 def test_eval_input_errors_are_exit_2(capsys, tmp_path):
@@ -132,3 +135,13 @@ def test_eval_input_errors_are_exit_2(capsys, tmp_path):
     assert "needs --vault" in capsys.readouterr().err
     assert main(["eval", "beir", str(tmp_path)]) == 2
     assert "not a BEIR directory" in capsys.readouterr().err
+
+
+def test_set_overrides_parse_dotted_keys_and_yaml_values():
+    from mindtui.cli import parse_overrides
+    from mindtui.config import ConfigError
+
+    assert parse_overrides(["search.rrf_k=30", "search.rrf_weights.vector=1.5", "search.graph_expansion=true"]) == {
+        "search": {"rrf_k": 30, "rrf_weights": {"vector": 1.5}, "graph_expansion": True}}
+    with pytest.raises(ConfigError, match="KEY=VALUE"):
+        parse_overrides(["search.rrf_k"])

@@ -176,8 +176,8 @@ def test_vaultmap_links_to_excluded_notes_are_out_of_corpus_not_edges(linked_db)
 def test_search_pairs_confirmed_at_the_configured_weight_and_pruned(linked_db, vault, db_path):
     engine = SearchEngine(linked_db, load_settings())
     for _ in range(2):
-        engine.search("Wendet Siehe", SearchOptions(mode="fts"))  # Projekt.md and Konzept.md
-    engine.search("Siehe Nichts", SearchOptions(mode="fts"))  # Konzept.md and Verwandt.md
+        engine.search("Wendet Siehe", SearchOptions(mode="fts", expand=False))  # Projekt.md and Konzept.md
+    engine.search("Siehe Nichts", SearchOptions(mode="fts", expand=False))  # Konzept.md and Verwandt.md
     found = neighbours(linked_db, load_settings(), find_note(linked_db, "Konzept"), frozenset())
     search = {n.path: (n.weight, n.extra["confirmed"]) for n in found["search"]}
     assert search["Projekt.md"] == (2.0, True)
@@ -230,3 +230,20 @@ def test_neighbors_cli_json_shape_and_graph_stats(linked_db, db_path, capsys):
     stats = json.loads(capsys.readouterr().out)
     assert stats["counts"]["change"] == 1 and stats["counts"]["links"] >= 3
     assert stats["most_connected"]["links"][0]["path"] == "Konzept.md"
+
+
+def test_graph_refresh_command_runs_the_graph_step(graph_vault, db_path, capsys):
+    run_import(db_path, graph_vault.root)
+    assert main(["graph", "refresh", "--vault", str(graph_vault.root), "--db", str(db_path), "--json", "-q"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["steps"][0]["report"]["logs"] == ["Journal/Arbeitslog.md"]
+    assert change_pairs(db_path)[("Alpha", "Beta")] == 3  # S3 has 5 notes: under the default limit of 10
+
+
+def test_suggestion_cascade_puts_shared_links_first_then_meaning():
+    from mindtui.graph.suggest import cascade, fuse
+
+    shared = {"b": 2.0, "c": 1.0}
+    similar = {"d": 0.95, "b": 0.9, "e": 0.85, "x": 0.99}
+    assert [n for n, _ in cascade([shared, similar], {"x"}, 4)] == ["b", "c", "d", "e"]
+    assert [n for n, _ in fuse([shared, similar], {"x"}, 2)] == ["b", "d"]  # b is in both lists

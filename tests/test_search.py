@@ -96,9 +96,10 @@ def test_fusion_adds_reciprocal_ranks_and_weights(stemming_vault):
     first = response.results[0].explain
     settings = load_settings()
     k, weights = settings.get("search.rrf_k"), settings.get("search.rrf_weights") or {}
-    expected = sum(weights.get(name, 1.0) / (k + first[name]["rank"]) for name in ("fts", "vector") if name in first)
-    assert first["rrf"] == pytest.approx(expected, abs=1e-6)
-    assert first["weighted"] == pytest.approx(first["rrf"] * first["retriever_weight"], abs=1e-6)
+    expected = sum(weights.get(name, 1.0) / (k + first[name]["rank"]) for name in ("fts", "vector", "title")
+                   if name in first)
+    assert first["fusion"] == "rrf" and first["fused"] == pytest.approx(expected, abs=1e-6)
+    assert first["weighted"] == pytest.approx(first["fused"] * first["retriever_weight"], abs=1e-6)
     scores = [r.score for r in response.results]
     assert scores == sorted(scores, reverse=True)
 
@@ -127,3 +128,16 @@ def test_filters(stemming_vault):
     engine = SearchEngine(stemming_vault, load_settings())
     response = engine.search("Notiz Kuchen", SearchOptions(mode="fts", log=False, path="Kuch"))
     assert paths(response) == ["Kuchen.md"]
+
+
+def test_rrf_and_convex_fusion_by_hand():
+    from mindtui.search import fusion
+
+    lists = {"fts": [("a", -9.0), ("b", -5.0), ("c", -1.0)], "vector": [("b", 0.9), ("d", 0.7), ("a", 0.5)]}
+    rrf = fusion.rrf(lists, 60, {"vector": 2.0})
+    assert rrf["a"] == pytest.approx(1 / 61 + 2 / 63) and rrf["d"] == pytest.approx(2 / 62)
+    convex = fusion.convex(lists, 0.5)
+    # fts: a best (1.0), b 0.5, c 0; vector: b 1.0, d 0.5, a 0
+    assert convex == pytest.approx({"a": 0.5, "b": 0.75, "c": 0.0, "d": 0.25})
+    assert fusion.convex({"fts": lists["fts"], "vector": []}, 0.5) == pytest.approx({"a": 1.0, "b": 0.5, "c": 0.0})
+    assert fusion.convex({"fts": [("x", -3.0)]}, 0.5) == {"x": 1.0}

@@ -114,3 +114,19 @@ def test_configured_reranker_reorders_the_head(linked_vault, rank_gguf, monkeypa
     assert first.explain["rerank"]["score"] == pytest.approx(expected, abs=1e-3)
     automatic = engine.search("Kuchen Ofen Hitze", SearchOptions(mode="fts", log=False, limit=20, rerank=False))
     assert not any("rerank" in r.explain for r in automatic.results)
+
+
+def test_names_mentioned_in_a_longer_query_form_their_own_list(linked_vault, vault, db_path):
+    vault.write("Themen/Ober- und Unterhitze.md", "Klassisch.\n")
+    run_import(db_path, vault.root)
+    engine = SearchEngine(linked_vault, load_settings())
+    hits = engine._mentions("welche Temperatur für Kuchen mit ober und unterhitze im Ofen", SearchOptions())
+    titles = {h.note_id: h.score for h in hits}
+    paths_by_id = dict(linked_vault.execute("SELECT note_id, path FROM notes").fetchall())
+    named = [paths_by_id[h.note_id] for h in hits]
+    # the three-word name first; "Ofen" has under 5 letters and is not taken alone
+    assert named == ["Themen/Ober- und Unterhitze.md", "Kochen/Kuchen.md"] and max(titles.values()) == 3.0
+    response = engine.search("Kuchen mit ober und unterhitze", SearchOptions(log=False, expand=False))
+    top = next(r for r in response.results if r.path == "Themen/Ober- und Unterhitze.md")
+    assert top.explain["title"]["rank"] == 1
+    assert engine._mentions("Kuchen", SearchOptions()) == []  # one word is the exact-match case

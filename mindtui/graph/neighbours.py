@@ -11,15 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import apsw
-import numpy as np
 
 from mindtui.config import Settings
 from mindtui.graph.change_graph import OUTSIDE_PREFIX
+from mindtui.graph.suggest import cascade, fuse, shared_link_scores, similar_notes
 from mindtui.search.query import exact_key
 from mindtui.store import graph_store
-from mindtui.store import vectors as vector_store
 from mindtui.store.meta import get_meta
 
+SUGGESTION_MODES = ("links>vector", "vector+links", "links", "vector")
 GROUPS = ("links_out", "backlinks", "relations", "type_defaults", "change", "search", "suggestions")
 EMBEDDING_MODEL_KEY = "embedding_model"  # written by the embedding sweep
 
@@ -130,28 +130,37 @@ def _group_of(edge: graph_store.EdgeView, symmetric: frozenset[str]) -> str:
     return "relations"
 
 
-def similar_notes(conn: apsw.Connection, note_id: str, model_id: str, k: int) -> dict[str, float]:
-    """Other notes by the best cosine between any of their chunks and any of this note's chunks."""
-    best: dict[str, float] = {}
-    for blob in graph_store.note_vectors(conn, note_id, model_id):
-        hits = vector_store.knn(conn, np.frombuffer(blob, dtype=np.float32), k)
-        for other, cosine in graph_store.embedding_notes(conn, {h.embedding_id: 1.0 - h.distance for h in hits}).items():
-            if other != note_id:
-                best[other] = max(best.get(other, -1.0), cosine)
-    return best
-
-
 def suggestions(conn: apsw.Connection, settings: Settings, note: graph_store.NoteRef,
                 linked: set[str]) -> list[Neighbour]:
-    """Notes similar in meaning that the note is not linked with (either way): link suggestions."""
+    """Notes not linked with this one (either way) that share its links or are close in meaning.
+
+    `graph.suggest_with` picks the ranking (bench/link_eval.py measures them on held-out links):
+    "links>vector" (default) = notes sharing rarely-linked neighbours first (Adamic-Adar), then
+    the closest in meaning fill the remaining places; "links", "vector", or "vector+links" (RRF).
+    Below `graph.suggest_min_cosine` similarity alone suggests nothing.
+    """
     model_id = get_meta(conn, EMBEDDING_MODEL_KEY)
-    if not model_id:
-        return []
     count = int(settings.get("graph.suggestions", 10))
     floor = float(settings.get("graph.suggest_min_cosine", 0.80))
-    similar = similar_notes(conn, note.note_id, model_id, k=count * 4 + 8)
-    ranked = [(other, cosine) for other, cosine in sorted(similar.items(), key=lambda p: (-p[1], p[0]))
-              if other not in linked and cosine >= floor][:count]
+    mode = str(settings.get("graph.suggest_with", "links>vector"))
+    if mode not in SUGGESTION_MODES:
+        raise ValueError(f"graph.suggest_with: {mode!r} is not one of {', '.join(SUGGESTION_MODES)}")
+    similar = similar_notes(conn, note.note_id, model_id, k=count * 4 + 8) if model_id and "vector" in mode else {}
+    shared = shared_link_scores(conn, note.note_id) if "links" in mode else {}
+    close = {n: c for n, c in similar.items() if c >= floor}
+    exclude = linked | {note.note_id}
+    if mode == "links>vector":
+        ranked = cascade([shared, close], exclude, count)
+    else:
+        ranked = fuse([r for name, r in (("links", shared), ("vector", close)) if name in mode], exclude, count)
     refs = graph_store.notes_by_id(conn, [o for o, _ in ranked])
-    return [Neighbour(o, refs[o].path, refs[o].title, "similar_to", "signal", round(c, 4), round(c, 4), None,
-                      {"cosine": round(c, 4)}) for o, c in ranked if o in refs]
+    out = []
+    for other, score in ranked:
+        if other not in refs:
+            continue
+        extra = {"cosine": round(similar[other], 4) if other in similar else None}
+        if other in shared:
+            extra["shared_links"] = round(shared[other], 4)
+        out.append(Neighbour(other, refs[other].path, refs[other].title, "similar_to", "signal",
+                             round(similar.get(other, 0.0), 4), round(score, 6), None, extra))
+    return out

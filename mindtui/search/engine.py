@@ -1,4 +1,4 @@
-"""Hybrid search: BM25 and vector lists fused by reciprocal rank fusion, weighted, protected, reranked.
+"""Hybrid search: BM25, vector and name-mention lists fused, weighted, expanded, protected, reranked.
 
 Every stage leaves its numbers in each result's `explain`. The search degrades instead of
 failing: no vectors, a missing or broken model, a failing reranker or a failing log each
@@ -15,15 +15,19 @@ import apsw
 
 from mindtui.config import Settings
 from mindtui.models.files import ModelUnavailableError
+from mindtui.search import fusion
 from mindtui.search.query import exact_key, fts_expression, query_stems
 from mindtui.store import search_store as store
 from mindtui.store import vectors as vector_store
+from mindtui.store import fulltext
 from mindtui.store.fulltext import stem_all_languages
 from mindtui.store.notes import passage_text
 
 MODES = ("hybrid", "fts", "vector")
 # How much an edge of each provenance lets a note lend in graph expansion (DESIGN.md: explicit 1.0, rule 0.8).
 PROVENANCE_WEIGHTS = {"explicit": 1.0, "rule": 0.8}
+SCORE_NAMES = {"fts": "bm25", "vector": "cosine", "title": "words"}
+MAX_TITLE_WORDS = 6
 SNIPPET_CHARS = 220
 
 
@@ -98,7 +102,7 @@ class SearchEngine:
         self.settings = settings
         self._embedder_provider = embedder_provider
         self._reranker_provider = reranker_provider
-        self._title_cache: tuple[int, dict[str, set[str]]] | None = None
+        self._title_cache: tuple[int, tuple[dict, dict]] | None = None
 
     def _setting(self, key: str, default):
         return type(default)(self.settings.get(f"search.{key}", default))
@@ -143,28 +147,32 @@ class SearchEngine:
             lists["fts"] = self._fts(query, options, pool)
         if options.mode in ("vector", "hybrid"):
             lists["vector"] = self._vector(query, options, pool, response.notices)
+        if options.mode == "hybrid":
+            lists["title"] = self._mentions(query, options)
 
         explain: dict[str, dict] = {}
         best_chunk: dict[str, int] = {}
-        k = self._setting("rrf_k", 60)
-        list_weights = self.settings.get("search.rrf_weights") or {}
-        fused: dict[str, float] = {}
         for name, hits in lists.items():
-            list_weight = float(list_weights.get(name, 1.0))
             for rank, hit in enumerate(hits, start=1):
                 entry = explain.setdefault(hit.note_id, {})
-                entry[name] = {"rank": rank, ("bm25" if name == "fts" else "cosine"): round(hit.score, 4)}
-                fused[hit.note_id] = fused.get(hit.note_id, 0.0) + list_weight / (k + rank)
-                best_chunk.setdefault(hit.note_id, hit.chunk_id)
+                entry[name] = {"rank": rank, SCORE_NAMES[name]: round(hit.score, 4)}
+                if hit.chunk_id is not None:
+                    best_chunk.setdefault(hit.note_id, hit.chunk_id)
+        method = str(self.settings.get("search.fusion", "convex"))
+        ranked = {name: [(h.note_id, h.score) for h in hits] for name, hits in lists.items()}
+        if method == "convex":
+            fused = fusion.convex(ranked, float(self.settings.get("search.convex_alpha", 0.5)))
+        else:
+            fused = fusion.rrf(ranked, self._setting("rrf_k", 60), self.settings.get("search.rrf_weights") or {})
 
         facts = store.note_facts(self.conn, list(fused))
         scores: dict[str, float] = {}
         for note_id, value in fused.items():
             weight = facts[note_id].retriever_weight if note_id in facts else 1.0
             scores[note_id] = value * weight
-            explain[note_id].update({"rrf": round(value, 6), "retriever_weight": weight,
+            explain[note_id].update({"fusion": method, "fused": round(value, 6), "retriever_weight": weight,
                                      "weighted": round(value * weight, 6)})
-        expand = self._setting("graph_expansion", False) if options.expand is None else options.expand
+        expand = self._setting("graph_expansion", True) if options.expand is None else options.expand
         if expand:
             self._expand(scores, explain, options)
 
@@ -202,13 +210,15 @@ class SearchEngine:
         """1-hop graph expansion: the top notes lend part of their score to the notes they link with.
 
         A neighbour gains factor x provenance weight x its strongest lender's score
-        (explicit edges weigh 1.0, type-default rules 0.8); notes outside the filters are not added.
+        (explicit edges weigh 1.0, type-default rules 0.8, change-graph edges their confidence);
+        notes outside the filters are not added.
         """
         lenders = sorted(scores, key=lambda n: (-scores[n], n))[:self._setting("graph_expansion_top", 10)]
         factor = self._setting("graph_expansion_factor", 0.2)
         strength: dict[tuple[str, str], float] = {}
-        for source, target, provenance, _confidence in store.expansion_edges(self.conn, lenders):
-            weight = PROVENANCE_WEIGHTS.get(provenance, 0.0)
+        for source, target, provenance, confidence in store.expansion_edges(self.conn, lenders):
+            # A signal edge (edited together) weighs what its evidence is worth: 1 - 0.5^sessions.
+            weight = confidence if provenance == "signal" else PROVENANCE_WEIGHTS.get(provenance, 0.0)
             strength[(source, target)] = max(strength.get((source, target), 0.0), weight)
         filtered = bool(options.note_type or options.tag or options.path)
         allowed = (store.notes_passing(self.conn, sorted({t for _, t in strength}), options.note_type, options.tag,
@@ -226,30 +236,60 @@ class SearchEngine:
             explain.setdefault(target, {})["graph"] = {
                 "gain": round(total, 6), "from": [s for s, _ in sorted(lent, key=lambda p: -p[1])][:3]}
 
+    def _mentions(self, query: str, options: SearchOptions) -> list[store.ChunkHit]:
+        """Notes whose title or alias the query names inside longer text, longest names first.
+
+        "luhmann zettelkasten ablage" names two notes. One-word names need 5+ letters and must not
+        be a stop word; a name shared by more than 3 notes says too little to count.
+        """
+        words = fulltext.words(query)[:400]
+        if len(words) < 2:
+            return []  # a one-word query is the exact-match case
+        names = self._title_keys()[1]
+        found: dict[str, tuple[int, int]] = {}
+        for start in range(len(words)):
+            for length in range(min(MAX_TITLE_WORDS, len(words) - start), 0, -1):
+                key = " ".join(words[start:start + length])
+                if length == 1 and (len(key) < 5 or fulltext.is_stop_word(key)):
+                    continue
+                ids = names.get(key, ())
+                if 0 < len(ids) <= 3:
+                    for note_id in ids:
+                        found.setdefault(note_id, (length, start))
+        if found and (options.note_type or options.tag or options.path):
+            passing = store.notes_passing(self.conn, sorted(found), options.note_type, options.tag, options.path)
+            found = {n: v for n, v in found.items() if n in passing}
+        ordered = sorted(found, key=lambda n: (-found[n][0], found[n][1], n))
+        return [store.ChunkHit(None, n, float(found[n][0])) for n in ordered]
+
     def _exact_matches(self, query: str, options: SearchOptions) -> list[str]:
         key = exact_key(query)
         if not key:
             return []
-        matches = sorted(self._title_keys().get(key, ()))
+        matches = sorted(self._title_keys()[0].get(key, ()))
         if matches and (options.note_type or options.tag or options.path):
             passing = store.notes_passing(self.conn, matches, options.note_type, options.tag, options.path)
             matches = [n for n in matches if n in passing]
         return matches
 
-    def _title_keys(self) -> dict[str, set[str]]:
-        """exact key of every title and alias -> note ids; rebuilt only when the database changed.
+    def _title_keys(self) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+        """Every title and alias -> note ids, by exact key and by word key; rebuilt only when the database changed.
 
         `PRAGMA data_version` moves when another connection commits (an import, an edit), so a
         long-lived engine (TUI, MCP server) reads all titles once, not on every keystroke.
         """
         version = self.conn.execute("PRAGMA data_version").fetchone()[0]
         if self._title_cache is None or self._title_cache[0] != version:
-            keys: dict[str, set[str]] = {}
+            exact: dict[str, set[str]] = {}
+            by_words: dict[str, set[str]] = {}
             for note_id, title, aliases in store.title_matches(self.conn):
                 for name in [title, *aliases]:
                     if exact_key(name):
-                        keys.setdefault(exact_key(name), set()).add(note_id)
-            self._title_cache = (version, keys)
+                        exact.setdefault(exact_key(name), set()).add(note_id)
+                    name_words = fulltext.words(name)
+                    if 0 < len(name_words) <= MAX_TITLE_WORDS:
+                        by_words.setdefault(" ".join(name_words), set()).add(note_id)
+            self._title_cache = (version, (exact, by_words))
         return self._title_cache[1]
 
     def _rerank(self, query, order, best_chunk, facts, explain, options, notices) -> list[str]:

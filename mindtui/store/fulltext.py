@@ -12,6 +12,8 @@ import threading
 
 import Stemmer
 
+from mindtui.store import stopwords
+
 # Bump when tokenizing or stemming changes: the importer then re-indexes every note.
 ANALYZER_VERSION = 1
 LANGUAGES = {"de": "german", "en": "english"}
@@ -61,7 +63,7 @@ def analyze(text: str, lang: str) -> str:
 
 
 def is_stop_word(word: str) -> bool:
-    return word in _GERMAN_HINTS or word in _ENGLISH_HINTS
+    return word in stopwords.GERMAN or word in stopwords.ENGLISH or word in _GERMAN_HINTS or word in _ENGLISH_HINTS
 
 
 def stem_all_languages(word: str) -> set[str]:

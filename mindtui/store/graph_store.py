@@ -143,3 +143,22 @@ def most_connected(conn: apsw.Connection, signal: str, limit: int, confirmed_wei
            f" UNION ALL SELECT target_id, source_id FROM edges WHERE scope = 'note' AND {where})"
            f" GROUP BY node ORDER BY d DESC, node LIMIT ?")
     return list(conn.execute(sql, (limit,)))
+
+
+def link_neighbours(conn: apsw.Connection, note_ids: list[str]) -> dict[str, set[str]]:
+    """Note -> the indexed notes it links to or is linked from (explicit links, either direction)."""
+    if not note_ids:
+        return {}
+    marks = ",".join("?" * len(note_ids))
+    out: dict[str, set[str]] = {}
+    wanted = set(note_ids)
+    for source, target in conn.execute(
+            "SELECT e.source_id, e.target_id FROM edges e JOIN notes t ON t.note_id = e.target_id"
+            " JOIN notes s ON s.note_id = e.source_id WHERE e.scope = 'note' AND e.provenance = 'explicit'"
+            f" AND e.source_id != e.target_id AND (e.source_id IN ({marks}) OR e.target_id IN ({marks}))",
+            (*note_ids, *note_ids)):
+        if source in wanted:
+            out.setdefault(source, set()).add(target)
+        if target in wanted:
+            out.setdefault(target, set()).add(source)
+    return out

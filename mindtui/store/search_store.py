@@ -15,7 +15,7 @@ FTS_WEIGHTS = (5.0, 3.0, 1.0)
 
 @dataclass(frozen=True)
 class ChunkHit:
-    chunk_id: int
+    chunk_id: int | None  # None: the note matched as a whole (its title), not by one chunk
     note_id: str
     score: float  # bm25 (lower is better) or cosine similarity (higher is better)
 
@@ -128,7 +128,8 @@ def log_search(conn: apsw.Connection, query: str, mode: str, note_ids: list[str]
 
 
 def expansion_edges(conn: apsw.Connection, note_ids: list[str]) -> list[tuple[str, str, str, float]]:
-    """Note-level explicit and rule edges touching these notes, as (from, to, provenance, confidence).
+    """Note-level explicit, rule and signal (change graph) edges touching these notes,
+    as (from, to, provenance, confidence).
 
     Both directions: a link from A to B lets A pull B up and B pull A up. Only edges between
     indexed notes count (the vaultmap rule); structure and chunk edges never do.
@@ -139,7 +140,7 @@ def expansion_edges(conn: apsw.Connection, note_ids: list[str]) -> list[tuple[st
     rows = conn.execute(
         "SELECT e.source_id, e.target_id, e.provenance, e.confidence FROM edges e"
         " JOIN notes s ON s.note_id = e.source_id JOIN notes t ON t.note_id = e.target_id"
-        f" WHERE e.scope = 'note' AND e.provenance IN ('explicit', 'rule') AND e.source_id != e.target_id"
+        f" WHERE e.scope = 'note' AND e.provenance IN ('explicit', 'rule', 'signal') AND e.source_id != e.target_id"
         f" AND (e.source_id IN ({marks}) OR e.target_id IN ({marks}))",
         (*note_ids, *note_ids))
     out = []

@@ -1,0 +1,70 @@
+"""Link suggestions: notes that belong with a note but are not linked to it yet.
+
+Two signals, fused by reciprocal rank: similar meaning (the best cosine between the notes'
+chunks) and shared links (Adamic-Adar over the link graph: two notes that link to, or are
+linked from, the same rarely-linked notes probably belong together). `bench/link_eval.py`
+measures each alone and fused on held-out links.
+"""
+
+from __future__ import annotations
+
+import math
+
+import apsw
+import numpy as np
+
+from mindtui.store import graph_store
+from mindtui.store import vectors as vector_store
+
+RRF_K = 60
+
+
+def similar_notes(conn: apsw.Connection, note_id: str, model_id: str, k: int) -> dict[str, float]:
+    """Other notes by the best cosine between any of their chunks and any of this note's chunks."""
+    best: dict[str, float] = {}
+    for blob in graph_store.note_vectors(conn, note_id, model_id):
+        hits = vector_store.knn(conn, np.frombuffer(blob, dtype=np.float32), k)
+        for other, cosine in graph_store.embedding_notes(conn, {h.embedding_id: 1.0 - h.distance for h in hits}).items():
+            if other != note_id:
+                best[other] = max(best.get(other, -1.0), cosine)
+    return best
+
+
+def shared_link_scores(conn: apsw.Connection, note_id: str) -> dict[str, float]:
+    """Adamic-Adar: the sum over shared link neighbours z of 1 / log(degree z), links read both ways."""
+    neighbours = graph_store.link_neighbours(conn, [note_id]).get(note_id, set())
+    if not neighbours:
+        return {}
+    around = graph_store.link_neighbours(conn, sorted(neighbours))
+    scores: dict[str, float] = {}
+    for middle, others in around.items():
+        weight = 1.0 / math.log(max(len(others), 2))
+        for other in others:
+            if other != note_id:
+                scores[other] = scores.get(other, 0.0) + weight
+    return scores
+
+
+def fuse(rankings: list[dict[str, float]], exclude: set[str], limit: int) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion of score maps (higher is better), best first."""
+    fused: dict[str, float] = {}
+    for scores in rankings:
+        ordered = sorted((n for n in scores if n not in exclude), key=lambda n: (-scores[n], n))
+        for rank, note in enumerate(ordered, start=1):
+            fused[note] = fused.get(note, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(fused.items(), key=lambda p: (-p[1], p[0]))[:limit]
+
+
+def cascade(rankings: list[dict[str, float]], exclude: set[str], limit: int) -> list[tuple[str, float]]:
+    """The first ranking's best, then the next ranking fills the remaining places, and so on.
+
+    Scores come back as 1 / position so that later entries never outrank earlier ones.
+    """
+    picked: list[str] = []
+    for scores in rankings:
+        for note in sorted((n for n in scores if n not in exclude), key=lambda n: (-scores[n], n)):
+            if len(picked) >= limit:
+                break
+            if note not in picked:
+                picked.append(note)
+    return [(note, round(1.0 / position, 6)) for position, note in enumerate(picked, start=1)]
