@@ -205,11 +205,7 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
         lines.append(f"    {result.snippet}")
         if args.explain:
             lines.append(f"    explain: {json.dumps(result.explain, ensure_ascii=False)}")
-    data = response.as_dict()
-    if not args.explain and args.json:
-        for item in data["results"]:
-            item.pop("explain", None)
-    _emit(args, data, "\n".join(lines) if lines else "no results")
+    _emit(args, response.as_dict(), "\n".join(lines) if lines else "no results")
     return EXIT_OK
 
 

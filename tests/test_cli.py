@@ -81,3 +81,19 @@ def test_status_json(sample_vault, db_path, capsys):
     assert main(["status", "--db", str(db_path), "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
     assert status["notes_total"] > 40 and status["recent_runs"][0]["status"] == "ok"
+
+
+def test_search_json_shape_and_notices(sample_vault, db_path, real_model, capsys):
+    assert main(["index", str(sample_vault.root), "--db", str(db_path), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["search", "Zettelkasten Luhmann", "--db", str(db_path), "--json", "--limit", "3", "--no-log"]) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert set(data) == {"mode", "notices", "results"} and data["mode"] == "hybrid"
+    assert any("no vectors yet" in n for n in data["notices"]) and "no vectors yet" in captured.err
+    assert len(data["results"]) == 3
+    first = data["results"][0]
+    assert set(first) == {"note_id", "path", "title", "score", "snippet", "chunk_id", "explain"}
+    assert "fts" in first["explain"] and first["snippet"]
+    assert main(["search", "\"NEAR(", "--db", str(db_path), "--mode", "fts", "--no-log"]) == 0  # FTS syntax is text
+    assert main(["search", "x", "--db", str(db_path.parent / "absent.db")]) == 4

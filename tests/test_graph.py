@@ -94,6 +94,16 @@ def test_columns_are_found_by_header_not_position(graph_vault, db_path):
     graph_vault.write("Journal/Arbeitslog.md", "\n".join(rows) + "\n", dedent=False)
     build(db_path, graph_vault.root)
     assert change_pairs(db_path) == expected
+    # An optional column renamed, and the date column dropped: the same sessions, the same edges.
+    graph_vault.write("Journal/Arbeitslog.md", LOG.replace("| Dauer |", "| Zeitaufwand |"), dedent=False)
+    build(db_path, graph_vault.root)
+    assert change_pairs(db_path) == expected
+    no_date = "\n".join("|".join(line.split("|")[:1] + line.split("|")[2:]) if line.startswith("|") else line
+                        for line in LOG.splitlines())
+    assert "Datum" not in no_date and "2026-10-01" not in no_date
+    graph_vault.write("Journal/Arbeitslog.md", no_date + "\n", dedent=False)
+    build(db_path, graph_vault.root)
+    assert change_pairs(db_path) == expected
 
 
 def test_a_dropped_optional_column_and_a_renamed_header_still_read():

@@ -91,10 +91,10 @@ def test_broken_model_degrades_to_full_text_with_a_notice(stemming_vault):
 def test_fusion_adds_reciprocal_ranks_and_weights(stemming_vault):
     fake = DeterministicFakeEmbedder()
     run_embed_sweep(stemming_vault, fake)
-    engine = SearchEngine(stemming_vault, load_settings(), embedder_provider=lambda: fake)
-    response = engine.search("Notiz Gedanken", SearchOptions(log=False))
+    settings = load_settings(overrides={"search": {"fusion": "rrf"}})
+    engine = SearchEngine(stemming_vault, settings, embedder_provider=lambda: fake)
+    response = engine.search("Notiz Gedanken", SearchOptions(log=False, expand=False))
     first = response.results[0].explain
-    settings = load_settings()
     k, weights = settings.get("search.rrf_k"), settings.get("search.rrf_weights") or {}
     expected = sum(weights.get(name, 1.0) / (k + first[name]["rank"]) for name in ("fts", "vector", "title")
                    if name in first)

@@ -19,15 +19,17 @@ def engine(embedded_sample_db, real_model):
     conn.close()
 
 
-@pytest.mark.parametrize("query, expected", [
-    ("Wie viele Zettel hatte Luhmann?", {"Konzepte/Zettelkasten.md", "Personen/Niklas Luhmann.md"}),
-    ("how fast do we forget what we learned", {"Konzepte/Vergessenskurve.md", "Konzepte/Spaced Repetition.md"}),
-    ("Formel zum Kombinieren von Rankings", {"Konzepte/Reciprocal Rank Fusion.md"}),
-    ("welches Präfix braucht e5 für Anfragen", {"Konzepte/Embeddings.md"}),
-    ("RRF", {"Konzepte/Reciprocal Rank Fusion.md"}),                                      # alias, protected
+@pytest.mark.parametrize("query, expected, within", [
+    ("Wie viele Zettel hatte Luhmann?", {"Konzepte/Zettelkasten.md", "Personen/Niklas Luhmann.md"}, 3),
+    ("how fast do we forget what we learned", {"Konzepte/Vergessenskurve.md", "Konzepte/Spaced Repetition.md"}, 3),
+    # A paraphrase both lists rank middling (fts 4, vector 7): the three notes that use the
+    # formula come first. RRF put it 3rd; convex fusion, better on every evaluation set, 4th.
+    ("Formel zum Kombinieren von Rankings", {"Konzepte/Reciprocal Rank Fusion.md"}, 5),
+    ("welches Präfix braucht e5 für Anfragen", {"Konzepte/Embeddings.md"}, 3),
+    ("RRF", {"Konzepte/Reciprocal Rank Fusion.md"}, 1),                                   # alias, protected
 ])
-def test_hybrid_finds_the_answer_in_the_top_3(engine, query, expected):
-    response = engine.search(query, SearchOptions(limit=3, log=False))
+def test_hybrid_finds_the_answer_near_the_top(engine, query, expected, within):
+    response = engine.search(query, SearchOptions(limit=within, log=False))
     assert not response.notices, response.notices
     assert expected & {r.path for r in response.results}, [r.path for r in response.results]
 
