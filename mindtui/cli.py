@@ -105,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--sample", type=int, help="links: a seeded random sample of N linking notes")
     evaluate.add_argument("--split", default="test", help="BEIR: the qrels split (default test)")
     evaluate.add_argument("--scratch", type=Path, help="where scratch indexes live (default <data dir>/eval)")
+    evaluate.add_argument("--scratch-db", type=Path, help="the scratch index file to use (never your database)")
     evaluate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                           help="a setting for this run, e.g. --set search.rrf_k=30 (repeatable)")
 
@@ -239,8 +240,13 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
             db=settings.data.get("db"))
     progress = StderrProgress(quiet=args.quiet)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()] if args.systems else None
-    db = args.db  # an explicit --db is the scratch index; otherwise one per source under --scratch
-    common = dict(systems=systems, scratch=args.scratch, db_path=db, progress=progress, message=progress.message)
+    scratch_db = args.scratch_db
+    if scratch_db is not None and scratch_db.resolve() == settings.db_path.resolve():
+        raise commands.EvalInputError(f"--scratch-db {scratch_db} is your database; evaluation imports other "
+                                      "notes into its scratch index and must not touch it")
+    commands.check_systems(systems)
+    common = dict(systems=systems, scratch=args.scratch, db_path=scratch_db, progress=progress,
+                  message=progress.message)
     if args.kind == "beir":
         report = commands.eval_beir(settings, args.source, max_queries=args.max_queries, split=args.split, **common)
     elif args.kind == "golden":
@@ -309,7 +315,7 @@ def _graph(args: argparse.Namespace, settings: Settings) -> int:
     from mindtui.store import open_database
 
     if args.action == "refresh":
-        return _run_job(args, settings, "graph", args.graph_vault or settings.vault, ["graph"])
+        return _run_job(args, settings, "graph", args.graph_vault or args.vault or settings.vault, ["graph"])
     conn = open_database(_existing_db(settings), readonly=True)
     try:
         stats = graph_stats(conn, settings)

@@ -113,7 +113,7 @@ def test_eval_golden_meets_the_measured_bar(capsys, tmp_path, real_model, embedd
     with graph expansion 0.846."""
     db = tmp_path / "eval.db"
     shutil.copy(embedded_sample_db, db)
-    report = run_eval(capsys, "golden", str(GOLDEN), "--vault", str(SAMPLE_VAULT), "--db", str(db))
+    report = run_eval(capsys, "golden", str(GOLDEN), "--vault", str(SAMPLE_VAULT), "--scratch-db", str(db))
     hybrid, fts, vector = (report["systems"][name] for name in ("hybrid", "fts", "vector"))
     assert hybrid["ndcg@10"] >= 0.78 and hybrid["hit@5"] >= 0.86 and hybrid["recall@10"] >= 0.9
     assert hybrid["ndcg@10"] > max(fts["ndcg@10"], vector["ndcg@10"])  # fusion beats either list alone
@@ -126,7 +126,7 @@ def test_eval_golden_meets_the_measured_bar(capsys, tmp_path, real_model, embedd
 def test_eval_links_end_to_end(capsys, tmp_path, real_model, embedded_sample_db):
     db = tmp_path / "eval.db"
     shutil.copy(embedded_sample_db, db)
-    report = run_eval(capsys, "links", str(SAMPLE_VAULT), "--db", str(db), "--systems", "hybrid")
+    report = run_eval(capsys, "links", str(SAMPLE_VAULT), "--scratch-db", str(db), "--systems", "hybrid")
     assert report["queries"] >= 40 and report["systems"]["hybrid"]["hit@10"] >= 0.95  # measured 1.0
 
 
@@ -135,6 +135,11 @@ def test_eval_input_errors_are_exit_2(capsys, tmp_path):
     assert "needs --vault" in capsys.readouterr().err
     assert main(["eval", "beir", str(tmp_path)]) == 2
     assert "not a BEIR directory" in capsys.readouterr().err
+    own = tmp_path / "mine.db"
+    assert main(["--db", str(own), "eval", "links", str(SAMPLE_VAULT), "--scratch-db", str(own)]) == 2
+    assert "is your database" in capsys.readouterr().err and not own.exists()
+    assert main(["eval", "links", str(SAMPLE_VAULT), "--systems", "hybrid,magic", "--scratch", str(tmp_path)]) == 2
+    assert "unknown system(s) magic" in capsys.readouterr().err and not list(tmp_path.glob("vault-*.db"))
 
 
 def test_set_overrides_parse_dotted_keys_and_yaml_values():

@@ -72,7 +72,8 @@ def test_sessions_become_weighted_pairs_and_mass_edits_are_left_out(graph_vault,
     assert pairs[("Alpha", "Beta")] == 2  # S1 and S2; S3 is a mass edit (5 notes > 4)
     assert pairs[("Alpha", "Gamma")] == 1 and pairs[("Beta", "Gamma")] == 1
     assert ("Delta", "Epsilon") not in pairs
-    assert report.mass_edits == [{"log": "Journal/Arbeitslog.md", "session": "S3", "date": "2026-10-03", "notes": 5}]
+    assert report.mass_edits == [{"log": "Journal/Arbeitslog.md", "session": "2026-10-03 S3", "date": "2026-10-03",
+                                  "notes": 5}]
     # The change graph spans the whole vault: an excluded note still pairs, by its path.
     assert pairs[("Alt", "Delta")] == 1 and report.outside_notes == 1
 
@@ -109,7 +110,7 @@ def test_columns_are_found_by_header_not_position(graph_vault, db_path):
 def test_a_dropped_optional_column_and_a_renamed_header_still_read():
     text = "| date | **Session** | Notes |\n|:--|:-:|--:|\n| 2026-01-01 | A | [[X]] [[Y]] |\n| 2026-01-02 | | [[Y]], [[Z]] |\n"
     reading = read_work_log(text, LogColumns(), "log.md")
-    assert [(s.key, s.targets) for s in reading.sessions] == [("A", ["X", "Y"]), ("2026-01-02", ["Y", "Z"])]
+    assert [(s.key, s.targets) for s in reading.sessions] == [("2026-01-01 A", ["X", "Y"]), ("2026-01-02", ["Y", "Z"])]
     assert not reading.warnings
 
 
@@ -257,3 +258,19 @@ def test_suggestion_cascade_puts_shared_links_first_then_meaning():
     similar = {"d": 0.95, "b": 0.9, "e": 0.85, "x": 0.99}
     assert [n for n, _ in cascade([shared, similar], {"x"}, 4)] == ["b", "c", "d", "e"]
     assert [n for n, _ in fuse([shared, similar], {"x"}, 2)] == ["b", "d"]  # b is in both lists
+
+
+def test_session_numbers_that_restart_per_day_do_not_merge_and_code_blocks_are_examples():
+    text = ("```\n| Datum | Sitzung | Notizen |\n|---|---|---|\n| 2000-01-01 | 1 | [[P]] [[Q]] |\n```\n\n"
+            "| Datum | Sitzung | Notizen |\n|---|---|---|\n| 2026-01-01 | 1 | [[X]] [[Y]] |\n"
+            "| 2026-01-02 | 1 | [[Y]] [[Z]] |\n| 2026-01-02 | 1 | [[W]] |\n")
+    reading = read_work_log(text, LogColumns(), "log.md")
+    assert [(s.key, s.targets) for s in reading.sessions] == [
+        ("2026-01-01 1", ["X", "Y"]), ("2026-01-02 1", ["Y", "Z", "W"])]
+
+
+def test_mass_edit_limit_counts_named_notes_even_unresolvable_ones(graph_vault, db_path):
+    graph_vault.write("Journal/Arbeitslog.md", "| Datum | Notizen |\n|---|---|\n"
+                      "| 2026-10-01 | [[Alpha]] [[Beta]] [[Weg1]] [[Weg2]] [[Weg3]] |\n")
+    report = build(db_path, graph_vault.root)
+    assert report.pairs == 0 and report.mass_edits[0]["notes"] == 5

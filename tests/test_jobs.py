@@ -36,7 +36,7 @@ def test_nightly_job_runs_its_steps_and_records_them(sample_vault, db_path, real
     assert result["steps"][1]["report"]["embedded"] > 100
     graph = result["steps"][2]["report"]
     assert graph["logs"] == ["Journal/Arbeitslog.md"] and graph["pairs"] > 20
-    assert [m["session"] for m in graph["mass_edits"]] == ["S13"]  # 14 notes: a mass edit, left out
+    assert [m["session"] for m in graph["mass_edits"]] == ["2026-10-31 S13"]  # 14 notes: a mass edit, left out
     assert "S13" in done.stderr and "mass edit" in done.stderr
     assert runs(db_path) == [("nightly", "import", "ok"), ("nightly", "embed", "ok"), ("nightly", "graph", "ok")]
     conn = open_database(db_path)

@@ -141,3 +141,10 @@ def test_rrf_and_convex_fusion_by_hand():
     assert convex == pytest.approx({"a": 0.5, "b": 0.75, "c": 0.0, "d": 0.25})
     assert fusion.convex({"fts": lists["fts"], "vector": []}, 0.5) == pytest.approx({"a": 1.0, "b": 0.5, "c": 0.0})
     assert fusion.convex({"fts": [("x", -3.0)]}, 0.5) == {"x": 1.0}
+
+
+def test_convex_fusion_scales_name_mentions_by_the_longest():
+    from mindtui.search import fusion
+
+    fused = fusion.convex({"fts": [("a", -2.0), ("b", -1.0)], "title": [("c", 3.0), ("a", 1.0)]}, 0.5)
+    assert fused == pytest.approx({"a": 0.5 + 0.5 / 3, "b": 0.0, "c": 0.5})

@@ -130,3 +130,50 @@ def test_names_mentioned_in_a_longer_query_form_their_own_list(linked_vault, vau
     top = next(r for r in response.results if r.path == "Themen/Ober- und Unterhitze.md")
     assert top.explain["title"]["rank"] == 1
     assert engine._mentions("Kuchen", SearchOptions()) == []  # one word is the exact-match case
+
+
+class ExplodingEmbedder:
+    model_id = "fake-hash-embedder"
+
+    def embed_query(self, text):
+        raise RuntimeError("llama_decode returned -1")
+
+
+def test_a_crashing_embedder_degrades_to_full_text(linked_vault):
+    fake = DeterministicFakeEmbedder()
+    from mindtui.models.sweep import run_embed_sweep
+    run_embed_sweep(linked_vault, fake)
+    engine = SearchEngine(linked_vault, load_settings(), embedder_provider=lambda: ExplodingEmbedder())
+    response = engine.search("Kuchen", SearchOptions(log=False))
+    assert paths(response)[0] == "Kochen/Kuchen.md"
+    assert any("vector search failed (RuntimeError" in n for n in response.notices)
+
+
+def test_a_query_without_words_asks_no_vectors_and_logs_nothing(linked_vault):
+    asked = []
+
+    def provider():
+        asked.append(1)
+        return DeterministicFakeEmbedder()
+
+    engine = SearchEngine(linked_vault, load_settings(), embedder_provider=provider)
+    assert engine.search("?? !!", SearchOptions()).results == [] and not asked
+    assert linked_vault.execute("SELECT count(*) FROM search_log").fetchone()[0] == 0
+
+
+def test_path_filter_is_a_case_sensitive_literal_prefix(linked_vault):
+    engine = SearchEngine(linked_vault, load_settings())
+    assert paths(engine.search("Kuchen", SearchOptions(mode="fts", log=False, path="kochen/"))) == []
+    assert paths(engine.search("Kuchen", SearchOptions(mode="fts", log=False, path="Kochen/")))[0] == "Kochen/Kuchen.md"
+    assert paths(engine.search("Kuchen", SearchOptions(mode="fts", log=False, path="K_chen/"))) == []
+
+
+class BackwardsReranker:
+    def score(self, query, passages):
+        return [float(-i) for i in range(len(passages))][::-1]  # reverses whatever it is given
+
+
+def test_reranking_never_pushes_an_exact_title_match_down(linked_vault):
+    engine = SearchEngine(linked_vault, load_settings(), reranker_provider=lambda: BackwardsReranker())
+    response = engine.search("Backofen", SearchOptions(mode="fts", log=False))
+    assert paths(response)[0] == "Werkstatt.md" and "rerank" not in response.results[0].explain

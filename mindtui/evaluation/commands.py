@@ -121,12 +121,16 @@ def _prepared(settings: Settings, vault: Path, scratch: Path | None, db_path: Pa
         conn.close()
 
 
+def check_systems(systems: list[str] | None) -> None:
+    unknown = [s for s in systems or [] if s not in runs.BASE_SYSTEMS]
+    if unknown:
+        raise EvalInputError(f"unknown system(s) {', '.join(unknown)}; choose from {', '.join(runs.BASE_SYSTEMS)}")
+
+
 def _run(settings: Settings, db_path: Path, systems: list[str], queries: dict, qrels: dict, metrics: list[str],
          limit: int, progress: StepProgress, *, translate: dict[str, str] | None = None,
          exclude: dict | None = None, categories: dict | None = None) -> dict:
-    unknown = [s for s in systems if s not in runs.BASE_SYSTEMS]
-    if unknown:
-        raise EvalInputError(f"unknown system(s) {', '.join(unknown)}; choose from {', '.join(runs.BASE_SYSTEMS)}")
+    check_systems(systems)
     conn = open_database(db_path, readonly=True)
     try:
         engine = make_search_engine(conn, settings)

@@ -17,7 +17,7 @@ BASE_SYSTEMS: dict[str, dict] = {
     "vector": {"mode": "vector", "rerank": False, "expand": False},
     "hybrid": {"mode": "hybrid", "rerank": False, "expand": False},
     "hybrid+graph": {"mode": "hybrid", "rerank": False, "expand": True},
-    "hybrid+rerank": {"mode": "hybrid", "rerank": True, "expand": None},
+    "hybrid+rerank": {"mode": "hybrid", "rerank": True, "expand": False},
 }
 
 QueryProgress = Callable[[int, int, str], None]

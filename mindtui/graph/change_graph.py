@@ -49,9 +49,9 @@ def outside_id(path: str) -> str:
 def columns_from(settings: Settings) -> LogColumns:
     def names(key: str, default: tuple[str, ...]) -> tuple[str, ...]:
         value = settings.get(f"graph.{key}")
-        if isinstance(value, str):
-            return (value,)
-        return tuple(str(v) for v in value) if value else default
+        if value is None:
+            return default
+        return (value,) if isinstance(value, str) else tuple(str(v) for v in value)  # [] turns a column off
 
     base = LogColumns()
     return LogColumns(names("session_columns", base.session), names("date_columns", base.date),
@@ -65,20 +65,25 @@ def _confidence(sessions: int) -> float:
 
 def build_change_graph(conn: apsw.Connection, vault: Path, settings: Settings) -> ChangeGraphReport:
     report = ChangeGraphReport()
-    patterns = [str(p) for p in (settings.get("graph.work_logs") or [])]
+    configured = settings.get("graph.work_logs") or []
+    patterns = [configured] if isinstance(configured, str) else [str(p) for p in configured]
     limit = int(settings.get("graph.max_notes_per_session", 10))
     columns = columns_from(settings)
 
     scan = scan_vault(vault, exclude=[], max_file_bytes=10**12,
                       follow_symlinks=bool(settings.get("import.follow_symlinks", True)))
     names = NameIndex()
-    indexed = graph_store.all_note_refs(conn)
+    on_disk = {file.path for file in scan.files}
+    # Notes deleted or moved since the last import would resolve to stale ids: only what is on disk counts.
+    indexed = [ref for ref in graph_store.all_note_refs(conn) if ref.path in on_disk]
     indexed_paths = {ref.path for ref in indexed}
     for ref in indexed:
         names.add_note(ref.note_id, ref.path, ref.aliases)
     for file in scan.files:
         if file.path not in indexed_paths:
             names.add_note(outside_id(file.path), file.path, [])
+    for path in scan.attachments:
+        names.add_attachment(path)
     logs = sorted((f for f in scan.files if excluded_by(f.path, patterns)), key=lambda f: f.path)
     report.logs = [f.path for f in logs]
 
@@ -103,9 +108,10 @@ def build_change_graph(conn: apsw.Connection, vault: Path, settings: Settings) -
                     report.unresolved += 1
                     report.warnings.append({"path": log.path, "reason": f"session {session.key}: [[{target}]] "
                                             f"is {found.status}: {found.detail}"})
-            if len(members) > limit:
+            named = len(session.targets)  # what the session names, resolvable or not
+            if named > limit:
                 report.mass_edits.append({"log": log.path, "session": session.key, "date": session.date,
-                                          "notes": len(members)})
+                                          "notes": named})
                 continue
             if len(members) >= 2:
                 report.sessions_used += 1

@@ -27,7 +27,7 @@ class LogColumns:
 
 @dataclass
 class Session:
-    key: str  # the session id, else the date
+    key: str  # "date session" (or whichever of the two the table has)
     date: str
     targets: list[str] = field(default_factory=list)  # link targets as written, in order, unique
     rows: list[str] = field(default_factory=list)  # the table rows it came from (evidence)
@@ -60,9 +60,30 @@ def _is_separator(cells: list[str]) -> bool:
     return bool(cells) and all(_SEPARATOR_CELL.match(c.replace(" ", "")) for c in cells)
 
 
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def _outside_fences(lines: list[str]) -> list[str]:
+    """The lines with fenced code blanked: a table shown as an example in a code block is not a log."""
+    out, fence = [], None
+    for line in lines:
+        match = _FENCE.match(line)
+        if fence is None and match:
+            fence = match.group(1)
+            out.append("")
+        elif fence is not None:
+            if line.strip().startswith(fence):
+                fence = None
+            out.append("")
+        else:
+            out.append(line)
+    return out
+
+
 def _tables(lines: list[str]) -> list[tuple[int, list[str], list[tuple[int, list[str], str]]]]:
     """(header line number, header cells, [(line number, cells, raw row)]) for each table."""
     tables = []
+    lines = _outside_fences(lines)
     i = 0
     while i < len(lines) - 1:
         line, following = lines[i], lines[i + 1]
@@ -92,6 +113,7 @@ def read_work_log(text: str, columns: LogColumns, source: str) -> LogReading:
     """Sessions from every table that has a notes column and a session or date column.
 
     Rows of one session key (several rows, or several tables) merge into one session.
+    Tables inside fenced code blocks are examples, not sessions.
     """
     reading = LogReading()
     by_key: dict[str, Session] = {}
@@ -106,8 +128,10 @@ def read_work_log(text: str, columns: LogColumns, source: str) -> LogReading:
             def cell(index: int | None) -> str:
                 return cells[index] if index is not None and index < len(cells) else ""
 
-            key = cell(session_at) or cell(date_at)
-            if not key:
+            # Session numbers may restart per day or per table: with both columns the date is part of the key.
+            key = " ".join(part for part in (cell(date_at), cell(session_at)) if part) if session_at is not None \
+                else cell(date_at)
+            if not cell(session_at) and not cell(date_at):
                 reading.warnings.append(f"{source}:{line_no}: a row with no session or date is skipped")
                 continue
             session = by_key.setdefault(key, Session(key, cell(date_at)))

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from mindtui.config import Settings
+from mindtui.config import ConfigError, Settings
 from mindtui.graph.change_graph import OUTSIDE_PREFIX
-from mindtui.graph.suggest import cascade, fuse, shared_link_scores, similar_notes
+from mindtui.graph.suggest import best_cosine, cascade, fuse, shared_link_scores, similar_notes
 from mindtui.search.query import exact_key
 from mindtui.store import graph_store
 from mindtui.store.meta import get_meta
@@ -52,18 +52,23 @@ def find_note(conn: apsw.Connection, name: str) -> graph_store.NoteRef:
     for ref in refs:
         if ref.note_id == text:
             return ref
-    key = exact_key(text.removesuffix(".md") if text.lower().endswith(".md") else text)
+    key = exact_key(text[:-3] if text.lower().endswith(".md") else text)
+
+    def stem(path: str) -> str:
+        return exact_key(path[:-3] if path.lower().endswith(".md") else path)
+
     for how, matches in (
-            ("path", [r for r in refs if exact_key(r.path.removesuffix(".md")) == key]),
+            ("path", [r for r in refs if stem(r.path) == key]),
             ("title", [r for r in refs if exact_key(r.title) == key]),
-            ("alias", [r for r in refs if any(exact_key(a) == key for a in r.aliases)])):
+            ("alias", [r for r in refs if any(exact_key(a) == key for a in r.aliases)]),
+            ("file name", [r for r in refs if stem(r.path).rpartition("/")[2] == key])):
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
             listed = ", ".join(r.path for r in matches[:8])
             raise NoteLookupError(f"{name!r} is ambiguous: {len(matches)} notes match by {how}: {listed}; "
                                   "give the vault path")
-    raise NoteLookupError(f"no note {name!r} (tried note id, path, title and alias)")
+    raise NoteLookupError(f"no note {name!r} (tried note id, path, title, alias and file name)")
 
 
 def _ref_of(other_id: str, refs: dict[str, graph_store.NoteRef]) -> tuple[str | None, str, str, bool]:
@@ -83,13 +88,15 @@ def neighbours(conn: apsw.Connection, settings: Settings, note: graph_store.Note
     pairs = graph_store.search_pairs_of(conn, note.note_id) if "search" in groups else []
     refs = graph_store.notes_by_id(conn, sorted({e.other_id for e in edges} | {p[0] for p in pairs}))
 
+    seen: set[tuple[str, str, str]] = set()
     for edge in edges:
         group = _group_of(edge, symmetric)
-        if group not in result:
-            continue
+        if group not in result or (group, edge.other_id, edge.kind) in seen:
+            continue  # one entry per note and relation (A->B and B->A of a symmetric one, a link written twice)
+        seen.add((group, edge.other_id, edge.kind))
         note_id, path, title, indexed = _ref_of(edge.other_id, refs)
-        if group != "change" and not indexed:
-            continue  # links to notes deleted since the last import: the next import drops them
+        if not path:
+            continue  # an edge to a note deleted since: the next import or graph refresh drops it
         direction = "both" if edge.kind in symmetric or group == "change" else edge.direction
         extra = {"direction": direction} if group in ("relations", "type_defaults", "change") else {}
         if group == "change":
@@ -97,12 +104,17 @@ def neighbours(conn: apsw.Connection, settings: Settings, note: graph_store.Note
         result[group].append(Neighbour(note_id, path, title, edge.kind, edge.provenance, edge.confidence,
                                        edge.weight, edge.evidence, extra))
 
-    confirmed_at = int(settings.get("graph.search_confirmed_weight", 2))
+    confirmed_at = max(1, int(settings.get("graph.search_confirmed_weight", 2)))
+    queries_with: dict[str, list[str]] = {}
+    for query, results in (graph_store.recent_searches_with(conn, note.note_id) if pairs else []):
+        for other in results:
+            if len(queries_with.setdefault(other, [])) < 3 and query not in queries_with[other]:
+                queries_with[other].append(query)
     for other, weight, last_seen in pairs:
         if other not in refs:
             continue
         ref = refs[other]
-        evidence = "; ".join(f"“{q}”" for q in graph_store.queries_with_both(conn, note.note_id, other))
+        evidence = "; ".join(f"“{q}”" for q in queries_with.get(other, []))
         result["search"].append(Neighbour(
             ref.note_id, ref.path, ref.title, "found_with", "signal", min(1.0, weight / confirmed_at),
             float(weight), evidence or None, {"confirmed": weight >= confirmed_at, "last_seen": last_seen}))
@@ -144,7 +156,7 @@ def suggestions(conn: apsw.Connection, settings: Settings, note: graph_store.Not
     floor = float(settings.get("graph.suggest_min_cosine", 0.80))
     mode = str(settings.get("graph.suggest_with", "links>vector"))
     if mode not in SUGGESTION_MODES:
-        raise ValueError(f"graph.suggest_with: {mode!r} is not one of {', '.join(SUGGESTION_MODES)}")
+        raise ConfigError(f"graph.suggest_with: {mode!r} is not one of {', '.join(SUGGESTION_MODES)}")
     similar = similar_notes(conn, note.note_id, model_id, k=count * 4 + 8) if model_id and "vector" in mode else {}
     shared = shared_link_scores(conn, note.note_id) if "links" in mode else {}
     close = {n: c for n, c in similar.items() if c >= floor}
@@ -158,9 +170,12 @@ def suggestions(conn: apsw.Connection, settings: Settings, note: graph_store.Not
     for other, score in ranked:
         if other not in refs:
             continue
-        extra = {"cosine": round(similar[other], 4) if other in similar else None}
+        # Every suggestion carries its cosine, also one that shared links brought in.
+        cosine = similar[other] if other in similar else (best_cosine(conn, note.note_id, other, model_id)
+                                                          if model_id else None)
+        extra = {"cosine": round(cosine, 4) if cosine is not None else None}
         if other in shared:
             extra["shared_links"] = round(shared[other], 4)
         out.append(Neighbour(other, refs[other].path, refs[other].title, "similar_to", "signal",
-                             round(similar.get(other, 0.0), 4), round(score, 6), None, extra))
+                             round(cosine or 0.0, 4), round(score, 6), None, extra))
     return out

@@ -23,7 +23,7 @@ def graph_stats(conn: apsw.Connection, settings: Settings, top: int = 5) -> dict
              "path": refs[node].path if node in refs else node.removeprefix(OUTSIDE_PREFIX),
              "title": refs[node].title if node in refs else node.removeprefix(OUTSIDE_PREFIX),
              "neighbours": int(degree)}
-            for node, degree in rows]
+            for node, degree in rows if node in refs or node.startswith(OUTSIDE_PREFIX)]  # not deleted notes
     return {"counts": counts, "search_confirmed_weight": confirmed, "most_connected": connected}
 
 

@@ -30,6 +30,15 @@ def similar_notes(conn: apsw.Connection, note_id: str, model_id: str, k: int) ->
     return best
 
 
+def best_cosine(conn: apsw.Connection, first: str, second: str, model_id: str) -> float | None:
+    """The best cosine between any chunk of one note and any chunk of the other (None without vectors)."""
+    a = [np.frombuffer(b, dtype=np.float32) for b in graph_store.note_vectors(conn, first, model_id)]
+    b = [np.frombuffer(v, dtype=np.float32) for v in graph_store.note_vectors(conn, second, model_id)]
+    if not a or not b:
+        return None
+    return float(np.max(np.stack(a) @ np.stack(b).T))
+
+
 def shared_link_scores(conn: apsw.Connection, note_id: str) -> dict[str, float]:
     """Adamic-Adar: the sum over shared link neighbours z of 1 / log(degree z), links read both ways."""
     neighbours = graph_store.link_neighbours(conn, [note_id]).get(note_id, set())

@@ -128,6 +128,9 @@ class SearchEngine:
         except ModelUnavailableError as exc:
             notices.append(f"vector search unavailable ({exc}); full-text results only")
             return []
+        except Exception as exc:  # a llama.cpp failure mid-query must not take the search down with it
+            notices.append(f"vector search failed ({type(exc).__name__}: {exc}); full-text results only")
+            return []
         filtered = bool(options.note_type or options.tag or options.path)
         hits = vector_store.knn(self.conn, vector, pool * (4 if filtered else 2))
         min_cosine = self._setting("min_cosine", 0.22)
@@ -145,7 +148,8 @@ class SearchEngine:
         lists: dict[str, list[store.ChunkHit]] = {}
         if options.mode in ("fts", "hybrid"):
             lists["fts"] = self._fts(query, options, pool)
-        if options.mode in ("vector", "hybrid"):
+        if options.mode in ("vector", "hybrid") and fulltext.words(query):
+            # A query of no words ("???") has no meaning to compare: nothing the vectors return would be it.
             lists["vector"] = self._vector(query, options, pool, response.notices)
         if options.mode == "hybrid":
             lists["title"] = self._mentions(query, options)
@@ -193,7 +197,9 @@ class SearchEngine:
             if note_id not in best_chunk:  # reached by expansion or protection, not by a retriever
                 best_chunk[note_id] = store.best_chunk_of(self.conn, note_id)
 
-        order = self._rerank(query, order, best_chunk, facts, explain, options, response.notices)
+        order = [n for n in order if n in facts]  # a note deleted since the title cache was read
+        reranked = self._rerank(query, order[len(present):], best_chunk, facts, explain, options, response.notices)
+        order = present + reranked  # the reranker orders the rest: exact title matches stay first
         texts = store.chunk_texts(self.conn, [c for c in (best_chunk.get(n) for n in order[:options.limit]) if c])
         stems = query_stems(query)
         for note_id in order[:options.limit]:
@@ -307,7 +313,7 @@ class SearchEngine:
         passages = [passage_text(facts[n].title, *texts.get(best_chunk.get(n), ("", ""))) for n in head]
         try:
             rerank_scores = reranker.score(query, passages)
-        except ModelUnavailableError as exc:
+        except Exception as exc:  # reranking is an improvement, never a requirement
             notices.append(f"reranker failed ({exc}); fused order kept")
             return order
         ranked = sorted(zip(head, rerank_scores), key=lambda pair: -pair[1])

@@ -67,19 +67,18 @@ def note_edges(conn: apsw.Connection, note_id: str) -> list[EdgeView]:
     return [EdgeView(*row) for row in rows]
 
 
-def search_pairs_of(conn: apsw.Connection, note_id: str) -> list[tuple[str, int, str]]:
-    """(other note, weight, last seen) for every search pair of the note, strongest first."""
+def search_pairs_of(conn: apsw.Connection, note_id: str, limit: int = 200) -> list[tuple[str, int, str]]:
+    """(other note, weight, last seen) for the note's strongest search pairs."""
     return list(conn.execute(
         "SELECT CASE WHEN note_a = ?1 THEN note_b ELSE note_a END, weight, last_seen FROM search_pairs"
-        " WHERE note_a = ?1 OR note_b = ?1 ORDER BY weight DESC, last_seen DESC", (note_id,)))
+        " WHERE note_a = ?1 OR note_b = ?1 ORDER BY weight DESC, last_seen DESC LIMIT ?2", (note_id, limit)))
 
 
-def queries_with_both(conn: apsw.Connection, first: str, second: str, limit: int = 3) -> list[str]:
-    """The latest logged queries whose results held both notes (evidence for a search pair)."""
-    return [row[0] for row in conn.execute(
-        "SELECT query FROM search_log WHERE EXISTS (SELECT 1 FROM json_each(results) WHERE value = ?)"
-        " AND EXISTS (SELECT 1 FROM json_each(results) WHERE value = ?) ORDER BY search_id DESC LIMIT ?",
-        (first, second, limit))]
+def recent_searches_with(conn: apsw.Connection, note_id: str, limit: int = 500) -> list[tuple[str, list[str]]]:
+    """(query, result note ids) of the latest logged searches that returned the note: one scan, for evidence."""
+    return [(query, json.loads(results)) for query, results in conn.execute(
+        "SELECT query, results FROM search_log WHERE EXISTS (SELECT 1 FROM json_each(results) WHERE value = ?)"
+        " ORDER BY search_id DESC LIMIT ?", (note_id, limit))]
 
 
 def notes_by_id(conn: apsw.Connection, note_ids: list[str]) -> dict[str, NoteRef]:
@@ -90,7 +89,7 @@ def notes_by_id(conn: apsw.Connection, note_ids: list[str]) -> dict[str, NoteRef
         f"SELECT note_id, path, title, aliases FROM notes WHERE note_id IN ({marks})", note_ids)}
 
 
-def note_vectors(conn: apsw.Connection, note_id: str, model_id: str, limit: int = 16) -> list[bytes]:
+def note_vectors(conn: apsw.Connection, note_id: str, model_id: str | None, limit: int = 16) -> list[bytes]:
     """The stored vectors of a note's first chunks (raw float32 blobs)."""
     return [row[0] for row in conn.execute(
         "SELECT v.embedding FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash AND e.model_id = ?"

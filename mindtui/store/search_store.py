@@ -41,8 +41,10 @@ def _filters(note_type: str | None, tag: str | None, path_prefix: str | None) ->
         sql += " AND EXISTS (SELECT 1 FROM json_each(n.tags) WHERE json_each.value = ?)"
         args.append(tag.lower().lstrip("#"))
     if path_prefix:
-        sql += " AND n.path LIKE ? ESCAPE '\\'"
-        args.append(path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+        # A case-sensitive prefix, as vault paths are (LIKE would ignore case and treat _ and % specially).
+        sql += " AND substr(n.path, 1, ?) = ?"
+        prefix = path_prefix.lstrip("/")
+        args.extend([len(prefix), prefix])
     return sql, args
 
 
