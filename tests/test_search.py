@@ -148,3 +148,14 @@ def test_convex_fusion_scales_name_mentions_by_the_longest():
 
     fused = fusion.convex({"fts": [("a", -2.0), ("b", -1.0)], "title": [("c", 3.0), ("a", 1.0)]}, 0.5)
     assert fused == pytest.approx({"a": 0.5 + 0.5 / 3, "b": 0.0, "c": 0.5})
+
+
+def test_unfiltered_and_filtered_full_text_paths_rank_alike(stemming_vault):
+    from mindtui.store.search_store import fts_chunks
+
+    expression = fts_expression("Notiz Kuchen Obsidian Listen Gedanken")
+    fast = fts_chunks(stemming_vault, expression, 50)
+    joined = fts_chunks(stemming_vault, expression, 50, note_type="note")  # every note here is a "note"
+    assert len(fast) >= 4
+    assert [(h.chunk_id, h.note_id) for h in fast] == [(h.chunk_id, h.note_id) for h in joined]
+    assert [h.score for h in fast] == pytest.approx([h.score for h in joined])

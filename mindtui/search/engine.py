@@ -169,36 +169,38 @@ class SearchEngine:
         else:
             fused = fusion.rrf(ranked, self._setting("rrf_k", 60), self.settings.get("search.rrf_weights") or {})
 
-        facts = store.note_facts(self.conn, list(fused))
+        weights = store.retriever_weights(self.conn, list(fused))
         scores: dict[str, float] = {}
         for note_id, value in fused.items():
-            weight = facts[note_id].retriever_weight if note_id in facts else 1.0
+            weight = weights.get(note_id, 1.0)
             scores[note_id] = value * weight
             explain[note_id].update({"fusion": method, "fused": round(value, 6), "retriever_weight": weight,
                                      "weighted": round(value * weight, 6)})
         expand = self._setting("graph_expansion", True) if options.expand is None else options.expand
-        if expand:
-            self._expand(scores, explain, options)
+        lent = self._expand(scores, options) if expand else {}
 
-        protected = self._exact_matches(query, options)
-        facts.update(store.note_facts(self.conn, [n for n in set(scores) | set(protected) if n not in facts]))
-        order = sorted(scores, key=lambda n: (-scores[n], n))
         # An exact title or alias match goes first, whatever the fusion said.
-        top = max(scores.values(), default=0.0)
+        protected = self._exact_matches(query, options)
+        ranked_rest = sorted((n for n in scores if n not in protected), key=lambda n: (-scores[n], n))
+        head_size = max(options.limit, self._setting("rerank_top", 20) if options.rerank else 0)
+        # Facts (path, title) only for what can be shown or reranked; a few spare for notes deleted
+        # since the title cache was read.
+        head = list(protected) + ranked_rest[:head_size + 8]
+        facts = store.note_facts(self.conn, head)
         present = [n for n in protected if n in facts]
-        for note_id in present:
-            if note_id in order:
-                order.remove(note_id)
-            explain.setdefault(note_id, {})["protected"] = "exact title/alias match"
-        order = present + order
+        top = max(scores.values(), default=0.0)
         for position, note_id in enumerate(present):
+            explain.setdefault(note_id, {})["protected"] = "exact title/alias match"
             scores[note_id] = round(top + 0.001 * (len(present) - position), 6)
-        for note_id in order:
-            if note_id not in best_chunk:  # reached by expansion or protection, not by a retriever
-                best_chunk[note_id] = store.best_chunk_of(self.conn, note_id)
-
-        order = [n for n in order if n in facts]  # a note deleted since the title cache was read
-        reranked = self._rerank(query, order[len(present):], best_chunk, facts, explain, options, response.notices)
+        rest = [n for n in ranked_rest[:head_size + 8] if n in facts]
+        missing = [n for n in present + rest[:head_size] if n not in best_chunk]  # reached by expansion or names
+        best_chunk.update(store.first_chunks(self.conn, missing))
+        for note_id in present + rest:  # explained only for what can be shown: expansion may touch thousands
+            if note_id in lent:
+                ranked_lenders = sorted(lent[note_id], reverse=True)
+                explain.setdefault(note_id, {})["graph"] = {
+                    "gain": round(ranked_lenders[0][0], 6), "from": [source for _, source in ranked_lenders[:3]]}
+        reranked = self._rerank(query, rest, best_chunk, facts, explain, options, response.notices)
         order = present + reranked  # the reranker orders the rest: exact title matches stay first
         texts = store.chunk_texts(self.conn, [c for c in (best_chunk.get(n) for n in order[:options.limit]) if c])
         stems = query_stems(query)
@@ -212,12 +214,12 @@ class SearchEngine:
             self._log(query, options.mode, [r.note_id for r in response.results], response.notices)
         return response
 
-    def _expand(self, scores: dict[str, float], explain: dict[str, dict], options: SearchOptions) -> None:
+    def _expand(self, scores: dict[str, float], options: SearchOptions) -> dict[str, list[tuple[float, str]]]:
         """1-hop graph expansion: the top notes lend part of their score to the notes they link with.
 
         A neighbour gains factor x provenance weight x its strongest lender's score
         (explicit edges weigh 1.0, type-default rules 0.8, change-graph edges their confidence);
-        notes outside the filters are not added.
+        notes outside the filters are not added. Returns each gaining note's (gain, lender) pairs.
         """
         lenders = sorted(scores, key=lambda n: (-scores[n], n))[:self._setting("graph_expansion_top", 10)]
         factor = self._setting("graph_expansion_factor", 0.2)
@@ -225,22 +227,25 @@ class SearchEngine:
         for source, target, provenance, confidence in store.expansion_edges(self.conn, lenders):
             # A signal edge (edited together) weighs what its evidence is worth: 1 - 0.5^sessions.
             weight = confidence if provenance == "signal" else PROVENANCE_WEIGHTS.get(provenance, 0.0)
-            strength[(source, target)] = max(strength.get((source, target), 0.0), weight)
+            if weight > strength.get((source, target), 0.0):
+                strength[(source, target)] = weight
         filtered = bool(options.note_type or options.tag or options.path)
         allowed = (store.notes_passing(self.conn, sorted({t for _, t in strength}), options.note_type, options.tag,
                                        options.path) if filtered else None)
-        gains: dict[str, list[tuple[str, float]]] = {}
+        lent: dict[str, list[tuple[float, str]]] = {}
+        best: dict[str, float] = {}
         for (source, target), weight in strength.items():
             if allowed is not None and target not in allowed:
                 continue
-            gains.setdefault(target, []).append((source, scores[source] * factor * weight))
-        for target, lent in gains.items():
-            # The strongest lender counts, not the sum: a hub note linked from every top result
-            # would otherwise overtake them all.
-            total = max(value for _, value in lent)
-            scores[target] = scores.get(target, 0.0) + total
-            explain.setdefault(target, {})["graph"] = {
-                "gain": round(total, 6), "from": [s for s, _ in sorted(lent, key=lambda p: -p[1])][:3]}
+            value = scores[source] * factor * weight
+            lent.setdefault(target, []).append((value, source))
+            if value > best.get(target, 0.0):
+                best[target] = value
+        # The strongest lender counts, not the sum: a hub note linked from every top result
+        # would otherwise overtake them all.
+        for target, gain in best.items():
+            scores[target] = scores.get(target, 0.0) + gain
+        return lent
 
     def _mentions(self, query: str, options: SearchOptions) -> list[store.ChunkHit]:
         """Notes whose title or alias the query names inside longer text, longest names first.

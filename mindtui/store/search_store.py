@@ -50,6 +50,17 @@ def _filters(note_type: str | None, tag: str | None, path_prefix: str | None) ->
 
 def fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: str | None = None,
                tag: str | None = None, path_prefix: str | None = None) -> list[ChunkHit]:
+    if not (note_type or tag or path_prefix):
+        # FTS5's own top-k path (`rank` set to the weighted bm25): no join per matching row.
+        rows = conn.execute(
+            "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?",
+            (expression, "bm25({}, {}, {})".format(*FTS_WEIGHTS), limit)).fetchall()
+        if not rows:
+            return []
+        marks = ",".join("?" * len(rows))
+        owners = dict(conn.execute(f"SELECT chunk_id, note_id FROM chunks WHERE chunk_id IN ({marks})",
+                                   [r[0] for r in rows]))
+        return [ChunkHit(chunk_id, owners[chunk_id], score) for chunk_id, score in rows if chunk_id in owners]
     where, args = _filters(note_type, tag, path_prefix)
     rows = conn.execute(
         "SELECT c.chunk_id, c.note_id, bm25(chunks_fts, ?, ?, ?) AS rank FROM chunks_fts"
@@ -88,6 +99,13 @@ def note_facts(conn: apsw.Connection, note_ids: list[str]) -> dict[str, NoteFact
             for r in rows}
 
 
+def retriever_weights(conn: apsw.Connection, note_ids: list[str]) -> dict[str, float]:
+    if not note_ids:
+        return {}
+    marks = ",".join("?" * len(note_ids))
+    return dict(conn.execute(f"SELECT note_id, retriever_weight FROM notes WHERE note_id IN ({marks})", note_ids))
+
+
 def chunk_texts(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, tuple[str, str]]:
     """chunk_id -> (heading_path, text)."""
     if not chunk_ids:
@@ -97,9 +115,13 @@ def chunk_texts(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, tuple[
         f"SELECT chunk_id, heading_path, text FROM chunks WHERE chunk_id IN ({marks})", chunk_ids)}
 
 
-def best_chunk_of(conn: apsw.Connection, note_id: str) -> int | None:
-    row = conn.execute("SELECT chunk_id FROM chunks WHERE note_id = ? ORDER BY seq LIMIT 1", (note_id,)).fetchone()
-    return row[0] if row else None
+def first_chunks(conn: apsw.Connection, note_ids: list[str]) -> dict[str, int]:
+    """Each note's first chunk (the snippet of a note no retriever matched by a chunk)."""
+    if not note_ids:
+        return {}
+    marks = ",".join("?" * len(note_ids))
+    return dict(conn.execute(f"SELECT note_id, chunk_id FROM chunks WHERE note_id IN ({marks}) AND seq = "
+                             "(SELECT min(seq) FROM chunks c2 WHERE c2.note_id = chunks.note_id)", note_ids))
 
 
 def title_matches(conn: apsw.Connection) -> list[tuple[str, str, list[str]]]:
