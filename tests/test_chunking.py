@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,3 +85,15 @@ def test_no_chunk_ever_exceeds_its_budget(text, max_tokens):
     profile = ChunkProfile("prop", max_tokens=max_tokens, min_tokens=10, split_levels=3)
     for chunk in chunk_note("Ein Titel", parse_note(text, "p.md"), profile):
         assert chunk.token_count <= min(max_tokens, 504)
+
+
+@pytest.mark.parametrize("title, id_like", [
+    ("202311291530", True), ("42175e289496779a-0", True), ("550e8400-e29b-41d4-a716-446655440000", True),
+    ("2026-11-08", False), ("Zettelkasten", False), ("deadbeefcafe", False), ("BM25", False),
+])
+def test_id_like_titles_stay_out_of_the_embedded_passage(title, id_like):
+    from mindtui.store.notes import is_id_like
+
+    assert is_id_like(title) is id_like
+    assert passage_text(title, "Abschnitt", "Text").startswith("Abschnitt" if id_like else f"{title} > Abschnitt")
+    assert passage_text(title, "", "Text") == ("Text" if id_like else f"{title}\nText")

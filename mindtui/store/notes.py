@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Iterable
 
 import apsw
 
 
+# A title that is only an id (Zettelkasten timestamps like 202311291530, hashes, uuids) says
+# nothing about the text: it is shown and matched exactly, but not put into the embedded passage.
+_ID_LIKE = re.compile(r"(?=[^-_.]*\d)[0-9a-f]{8,}([-_.][0-9a-f]+)*", re.IGNORECASE)
+
+
+def is_id_like(title: str) -> bool:
+    return bool(_ID_LIKE.fullmatch(title.strip()))
+
+
 def passage_text(title: str, heading_path: str, text: str) -> str:
     """What gets embedded for a chunk (context line, then body); chunks.content_hash covers it."""
-    context = f"{title} > {heading_path}" if heading_path else title
+    title = "" if is_id_like(title) else title
+    context = " > ".join(part for part in (title, heading_path) if part)
+    if not context:
+        return text
     return f"{context}\n{text}" if text else context
 
 

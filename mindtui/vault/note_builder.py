@@ -7,7 +7,7 @@ import hashlib
 from dataclasses import dataclass, field, replace
 
 from mindtui.store import fulltext
-from mindtui.store.notes import ChunkRecord, LinkRecord, NoteRecord, passage_text
+from mindtui.store.notes import ChunkRecord, LinkRecord, NoteRecord, is_id_like, passage_text
 from mindtui.vault.chunking import chunk_note
 from mindtui.vault.links import LinkRef
 from mindtui.vault.markdown import ParsedNote, decode, parse_note, string_list
@@ -15,7 +15,7 @@ from mindtui.vault.resolve import NameIndex
 from mindtui.vault.types import TypeRegistry
 
 # Bump when parsing or chunking changes meaning: the importer then re-reads every file.
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: id-like titles are left out of the embedded passage and the title words
 
 
 def sha256_hex(data: bytes | str) -> str:
@@ -128,7 +128,8 @@ def build_rows(item: ParsedFile, note_id: str, registry: TypeRegistry, names: Na
     body = "\n".join(item.parsed.lines)
     lang = fulltext.detect_language(body)
     chunks = chunk_note(title, item.parsed, registry.profile(profile_name))
-    fts_title = fulltext.analyze(" ".join([title] + item.aliases), lang)
+    # An id-like title (202311291530) is no words: exact title matching still finds it.
+    fts_title = fulltext.analyze(" ".join(([] if is_id_like(title) else [title]) + item.aliases), lang)
     chunk_rows = [
         ChunkRecord(
             chunk_key=f"{note_id}#{c.seq}", seq=c.seq, heading_path=c.heading_path, text=c.text,
