@@ -179,10 +179,12 @@ def expansion_edges(conn: apsw.Connection, note_ids: list[str]) -> list[tuple[st
 
 def notes_passing(conn: apsw.Connection, note_ids: list[str], note_type: str | None = None,
                   tag: str | None = None, path_prefix: str | None = None) -> set[str]:
-    """Which of these notes pass the search filters."""
-    if not note_ids:
-        return set()
+    """Which of these notes pass the search filters (in batches: expansion can reach thousands)."""
     where, args = _filters(note_type, tag, path_prefix)
-    marks = ",".join("?" * len(note_ids))
-    return {row[0] for row in conn.execute(
-        f"SELECT n.note_id FROM notes n WHERE n.note_id IN ({marks}){where}", (*note_ids, *args))}
+    passing: set[str] = set()
+    for start in range(0, len(note_ids), 500):
+        batch = note_ids[start:start + 500]
+        marks = ",".join("?" * len(batch))
+        passing.update(row[0] for row in conn.execute(
+            f"SELECT n.note_id FROM notes n WHERE n.note_id IN ({marks}){where}", (*batch, *args)))
+    return passing
