@@ -34,7 +34,7 @@ from mindtui.graph.neighbours import find_note, neighbours  # noqa: E402
 from mindtui.graph.suggest import cascade, fuse, shared_link_scores, similar_notes  # noqa: E402
 from mindtui.search.engine import SearchOptions, make_search_engine  # noqa: E402
 from mindtui.store import graph_store, open_database  # noqa: E402
-from mindtui.store.meta import get_meta  # noqa: E402
+from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta  # noqa: E402
 from mindtui.vault.types import load_type_registry  # noqa: E402
 
 
@@ -106,7 +106,7 @@ def held_out(settings, vault: Path, db: Path, share: float, seed: int, progress)
     scratch_db.unlink(missing_ok=True)
     workspace.prepare_vault(settings, copy, scratch_db, progress, progress.message)
     conn = open_database(scratch_db, readonly=True)
-    model_id = get_meta(conn, "embedding_model")
+    model_id = get_meta(conn, EMBEDDING_MODEL_KEY)
     still_linked = set(link_pairs(conn))
     hidden = [(s, t) for s, t in chosen if (s, t) not in still_linked]
     ids = {ref.path: ref.note_id for ref in graph_store.all_note_refs(conn)}

@@ -17,11 +17,10 @@ from mindtui.graph.change_graph import OUTSIDE_PREFIX
 from mindtui.graph.suggest import best_cosine, cascade, fuse, shared_link_scores, similar_notes
 from mindtui.search.query import exact_key
 from mindtui.store import graph_store
-from mindtui.store.meta import get_meta
+from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
 
 SUGGESTION_MODES = ("links>vector", "vector+links", "links", "vector")
 GROUPS = ("links_out", "backlinks", "relations", "type_defaults", "change", "search", "suggestions")
-EMBEDDING_MODEL_KEY = "embedding_model"  # written by the embedding sweep
 
 
 class NoteLookupError(Exception):

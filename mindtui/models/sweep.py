@@ -16,10 +16,10 @@ import apsw
 
 from mindtui.models.embedder import Embedder
 from mindtui.store import vectors as vector_store
-from mindtui.store.meta import get_meta, set_meta
+from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta, set_meta
 from mindtui.store.notes import passage_text
 
-MODEL_KEY = "embedding_model"
+MODEL_KEY = EMBEDDING_MODEL_KEY
 Progress = Callable[[int, int, str], None]
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import apsw
 
+# The embedding model whose vectors the store holds (written by the embedding sweep).
+EMBEDDING_MODEL_KEY = "embedding_model"
+
 
 def get_meta(conn: apsw.Connection, key: str) -> str | None:
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
