@@ -35,15 +35,15 @@ from mindtui.graph.suggest import cascade, fuse, shared_link_scores, similar_not
 from mindtui.search.engine import SearchOptions, make_search_engine  # noqa: E402
 from mindtui.store import graph_store, open_database  # noqa: E402
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta  # noqa: E402
+from mindtui.store.notes import resolved_link_paths  # noqa: E402
+from mindtui.vault.links import WIKILINK, split_target  # noqa: E402
 from mindtui.vault.types import load_type_registry  # noqa: E402
 
 
 def link_pairs(conn) -> list[tuple[str, str]]:
     """(source path, target path) of resolved wikilinks between two different indexed notes."""
-    return sorted(set(conn.execute(
-        "SELECT s.path, t.path FROM note_links l JOIN notes s ON s.note_id = l.note_id"
-        " JOIN notes t ON t.note_id = l.resolved_note_id WHERE l.resolution = 'resolved'"
-        " AND l.signal = 'wikilink' AND l.resolved_note_id != l.note_id AND l.is_embed = 0").fetchall()))
+    links = resolved_link_paths(conn, wikilinks_only=True)
+    return sorted((source, target) for source, targets in links.items() for target in targets)
 
 
 def missed_links(settings, vault: Path, db: Path, count: int, seed: int) -> dict:
@@ -63,24 +63,21 @@ def missed_links(settings, vault: Path, db: Path, count: int, seed: int) -> dict
             "listed_by_neighbors": listed}
 
 
-_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*?)\]\]")
-
-
 def unlink(text: str, target_names: set[str]) -> tuple[str, int]:
     """Replace wikilinks whose target (path or file name, any case) is in target_names by their label."""
     removed = 0
 
     def replace(match: re.Match) -> str:
         nonlocal removed
-        inner = match.group(2).replace("\\|", "|")
-        target, _, label = inner.partition("|")
-        key = target.split("#", 1)[0].strip().lower().removesuffix(".md")
+        _, path, _ = split_target(match.group(2))
+        key = path.lower().removesuffix(".md")
         if match.group(1) or key not in target_names:
             return match.group(0)
         removed += 1
-        return label or target.split("#", 1)[0].rpartition("/")[2]
+        label = match.group(2).replace("\\|", "|").partition("|")[2].strip()
+        return label or path.rpartition("/")[2]
 
-    return _WIKILINK.sub(replace, text), removed
+    return WIKILINK.sub(replace, text), removed
 
 
 def held_out(settings, vault: Path, db: Path, share: float, seed: int, progress) -> dict:

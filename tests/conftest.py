@@ -105,6 +105,11 @@ def run_import(db_path: Path, vault_root: Path, **options):
 VOLATILE_COLUMNS = {"notes": {"indexed_at"}, "chunks": {"chunk_id"}, "edges": {"edge_id"}}
 
 
+def result_paths(response) -> list[str]:
+    """The vault paths of a search response's results, best first."""
+    return [r.path for r in response.results]
+
+
 def dump_database(db_path: Path) -> dict[str, list[tuple]]:
     """Every row that describes the vault (no run history, no surrogate ids), sorted."""
     conn = open_database(db_path, migrate=False)

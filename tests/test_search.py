@@ -17,6 +17,7 @@ from mindtui.search.engine import SearchEngine, SearchOptions
 from mindtui.search.query import fts_expression
 from mindtui.store import open_database
 
+from conftest import result_paths as paths
 from conftest import run_import
 
 
@@ -31,10 +32,6 @@ def stemming_vault(vault, db_path):
     conn = open_database(db_path)
     yield conn
     conn.close()
-
-
-def paths(response) -> list[str]:
-    return [r.path for r in response.results]
 
 
 @pytest.mark.parametrize("query, expected", [

@@ -11,6 +11,7 @@ from mindtui.search.engine import SearchEngine, SearchOptions, make_search_engin
 from mindtui.store import open_database
 from mindtui.store.notes import passage_text
 
+from conftest import result_paths as paths
 from conftest import run_import
 
 
@@ -27,10 +28,6 @@ def linked_vault(vault, db_path):
     conn = open_database(db_path)
     yield conn
     conn.close()
-
-
-def paths(response) -> list[str]:
-    return [r.path for r in response.results]
 
 
 def test_expansion_adds_a_linked_note_that_no_retriever_found(linked_vault):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from mindtui.evaluation.metrics import score_runs
 from mindtui.search.engine import SearchEngine, SearchOptions
+from mindtui.vault.markdown import split_frontmatter
 
 # The systems compared. Searches are never logged (evaluation must not grow the search graph).
 BASE_SYSTEMS: dict[str, dict] = {
@@ -64,13 +64,10 @@ def evaluate(engine: SearchEngine, systems: Iterable[str], queries: Mapping[str,
 
 
 # -- the linked-pair test -------------------------------------------------------------------------
-_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n.*?\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
-
-
 def first_words(path: Path, count: int = 200) -> str:
     """A note's first `count` words after its frontmatter, as the linked-pair test's query."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    return " ".join(_FRONTMATTER.sub("", text, count=1).split()[:count])
+    body = split_frontmatter(path.read_text(encoding="utf-8", errors="replace"))[1]
+    return " ".join(body.split()[:count])
 
 
 def linked_pair_queries(vault: Path, links: Mapping[str, set[str]], sample: int | None = None,

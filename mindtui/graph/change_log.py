@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from mindtui.vault.links import split_target, wikilinks_in
+from mindtui.vault.markdown import parse_note
 
 _SEPARATOR_CELL = re.compile(r"^:?-{1,}:?$")
 _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
@@ -60,30 +61,20 @@ def _is_separator(cells: list[str]) -> bool:
     return bool(cells) and all(_SEPARATOR_CELL.match(c.replace(" ", "")) for c in cells)
 
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
+def _content_lines(text: str, source: str) -> tuple[list[str], int]:
+    """The note's body lines as the importer's parser sees them, code blocks blanked (a table shown
+    as an example in a fence is not a log), and the file line number of the first one."""
+    parsed = parse_note(text, source)
+    lines = list(parsed.lines)
+    for start, end in parsed.fences:
+        for index in range(start, min(end, len(lines))):
+            lines[index] = ""
+    return lines, parsed.body_start_line
 
 
-def _outside_fences(lines: list[str]) -> list[str]:
-    """The lines with fenced code blanked: a table shown as an example in a code block is not a log."""
-    out, fence = [], None
-    for line in lines:
-        match = _FENCE.match(line)
-        if fence is None and match:
-            fence = match.group(1)
-            out.append("")
-        elif fence is not None:
-            if line.strip().startswith(fence):
-                fence = None
-            out.append("")
-        else:
-            out.append(line)
-    return out
-
-
-def _tables(lines: list[str]) -> list[tuple[int, list[str], list[tuple[int, list[str], str]]]]:
-    """(header line number, header cells, [(line number, cells, raw row)]) for each table."""
+def _tables(lines: list[str], first_line: int) -> list[tuple[int, list[str], list[tuple[int, list[str], str]]]]:
+    """(header line number, header cells, [(line number, cells, raw row)]) for each table (1-based file lines)."""
     tables = []
-    lines = _outside_fences(lines)
     i = 0
     while i < len(lines) - 1:
         line, following = lines[i], lines[i + 1]
@@ -92,9 +83,9 @@ def _tables(lines: list[str]) -> list[tuple[int, list[str], list[tuple[int, list
             rows = []
             j = i + 2
             while j < len(lines) and "|" in lines[j] and lines[j].strip():
-                rows.append((j + 1, split_row(lines[j]), lines[j].strip()))
+                rows.append((first_line + j + 1, split_row(lines[j]), lines[j].strip()))
                 j += 1
-            tables.append((i + 1, header, rows))
+            tables.append((first_line + i + 1, header, rows))
             i = j
         else:
             i += 1
@@ -117,7 +108,7 @@ def read_work_log(text: str, columns: LogColumns, source: str) -> LogReading:
     """
     reading = LogReading()
     by_key: dict[str, Session] = {}
-    found_tables = _tables(text.splitlines())
+    found_tables = _tables(*_content_lines(text, source))
     for header_line, header, rows in found_tables:
         notes_at = _find(header, columns.notes)
         session_at, date_at = _find(header, columns.session), _find(header, columns.date)

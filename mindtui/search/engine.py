@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import apsw
 
@@ -31,6 +31,11 @@ MAX_TITLE_WORDS = 6
 SNIPPET_CHARS = 220
 
 
+class TitleKeys(NamedTuple):
+    exact: dict[str, set[str]]  # exact_key(title or alias) -> note ids
+    by_words: dict[str, set[str]]  # the name's words joined by spaces -> note ids (for mentions)
+
+
 @dataclass
 class SearchOptions:
     mode: str = "hybrid"
@@ -41,6 +46,10 @@ class SearchOptions:
     log: bool = True
     rerank: bool = True  # explicit searches only; automatic context lookups pass False
     expand: bool | None = None  # 1-hop graph expansion; None = the `search.graph_expansion` setting
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.note_type or self.tag or self.path)
 
 
 @dataclass
@@ -102,7 +111,7 @@ class SearchEngine:
         self.settings = settings
         self._embedder_provider = embedder_provider
         self._reranker_provider = reranker_provider
-        self._title_cache: tuple[int, tuple[dict, dict]] | None = None
+        self._title_cache: tuple[int, TitleKeys] | None = None
 
     def _setting(self, key: str, default):
         return type(default)(self.settings.get(f"search.{key}", default))
@@ -131,8 +140,7 @@ class SearchEngine:
         except Exception as exc:  # a llama.cpp failure mid-query must not take the search down with it
             notices.append(f"vector search failed ({type(exc).__name__}: {exc}); full-text results only")
             return []
-        filtered = bool(options.note_type or options.tag or options.path)
-        hits = vector_store.knn(self.conn, vector, pool * (4 if filtered else 2))
+        hits = vector_store.knn(self.conn, vector, pool * (4 if options.filtered else 2))
         min_cosine = self._setting("min_cosine", 0.22)
         similarities = {h.embedding_id: 1.0 - h.distance for h in hits if 1.0 - h.distance >= min_cosine}
         chunks = store.chunks_for_embeddings(self.conn, similarities, options.note_type, options.tag, options.path)
@@ -229,9 +237,7 @@ class SearchEngine:
             weight = confidence if provenance == "signal" else PROVENANCE_WEIGHTS.get(provenance, 0.0)
             if weight > strength.get((source, target), 0.0):
                 strength[(source, target)] = weight
-        filtered = bool(options.note_type or options.tag or options.path)
-        allowed = (store.notes_passing(self.conn, sorted({t for _, t in strength}), options.note_type, options.tag,
-                                       options.path) if filtered else None)
+        allowed = self._passing(sorted({t for _, t in strength}), options) if options.filtered else None
         lent: dict[str, list[tuple[float, str]]] = {}
         best: dict[str, float] = {}
         for (source, target), weight in strength.items():
@@ -256,7 +262,7 @@ class SearchEngine:
         words = fulltext.words(query)[:400]
         if len(words) < 2:
             return []  # a one-word query is the exact-match case
-        names = self._title_keys()[1]
+        names = self._title_keys().by_words
         found: dict[str, tuple[int, int]] = {}
         for start in range(len(words)):
             for length in range(min(MAX_TITLE_WORDS, len(words) - start), 0, -1):
@@ -267,23 +273,26 @@ class SearchEngine:
                 if 0 < len(ids) <= 3:
                     for note_id in ids:
                         found.setdefault(note_id, (length, start))
-        if found and (options.note_type or options.tag or options.path):
-            passing = store.notes_passing(self.conn, sorted(found), options.note_type, options.tag, options.path)
+        if found and options.filtered:
+            passing = self._passing(sorted(found), options)
             found = {n: v for n, v in found.items() if n in passing}
         ordered = sorted(found, key=lambda n: (-found[n][0], found[n][1], n))
         return [store.ChunkHit(None, n, float(found[n][0])) for n in ordered]
+
+    def _passing(self, note_ids: list[str], options: SearchOptions) -> set[str]:
+        return store.notes_passing(self.conn, note_ids, options.note_type, options.tag, options.path)
 
     def _exact_matches(self, query: str, options: SearchOptions) -> list[str]:
         key = exact_key(query)
         if not key:
             return []
-        matches = sorted(self._title_keys()[0].get(key, ()))
-        if matches and (options.note_type or options.tag or options.path):
-            passing = store.notes_passing(self.conn, matches, options.note_type, options.tag, options.path)
+        matches = sorted(self._title_keys().exact.get(key, ()))
+        if matches and options.filtered:
+            passing = self._passing(matches, options)
             matches = [n for n in matches if n in passing]
         return matches
 
-    def _title_keys(self) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    def _title_keys(self) -> TitleKeys:
         """Every title and alias -> note ids, by exact key and by word key; rebuilt only when the database changed.
 
         `PRAGMA data_version` moves when another connection commits (an import, an edit), so a
@@ -300,7 +309,7 @@ class SearchEngine:
                     name_words = fulltext.words(name)
                     if 0 < len(name_words) <= MAX_TITLE_WORDS:
                         by_words.setdefault(" ".join(name_words), set()).add(note_id)
-            self._title_cache = (version, (exact, by_words))
+            self._title_cache = (version, TitleKeys(exact, by_words))
         return self._title_cache[1]
 
     def _rerank(self, query, order, best_chunk, facts, explain, options, notices) -> list[str]:

@@ -232,12 +232,16 @@ def indexed_paths(conn: apsw.Connection) -> set[str]:
     return {row[0] for row in conn.execute("SELECT path FROM notes")}
 
 
-def resolved_link_paths(conn: apsw.Connection) -> dict[str, set[str]]:
-    """Note path -> paths of the other indexed notes its references resolve to."""
+def resolved_link_paths(conn: apsw.Connection, wikilinks_only: bool = False) -> dict[str, set[str]]:
+    """Note path -> paths of the other indexed notes its references resolve to.
+
+    wikilinks_only: just `[[links]]` written in the text (no embeds, relations or frontmatter).
+    """
+    only = " AND l.signal = 'wikilink' AND l.is_embed = 0" if wikilinks_only else ""
     links: dict[str, set[str]] = {}
     for source, target in conn.execute(
             "SELECT s.path, t.path FROM note_links l JOIN notes s ON s.note_id = l.note_id"
             " JOIN notes t ON t.note_id = l.resolved_note_id"
-            " WHERE l.resolution = 'resolved' AND l.resolved_note_id != l.note_id"):
+            f" WHERE l.resolution = 'resolved' AND l.resolved_note_id != l.note_id{only}"):
         links.setdefault(source, set()).add(target)
     return links
