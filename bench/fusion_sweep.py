@@ -4,7 +4,7 @@
 
 Needs the scratch index that `mindtui eval beir DIR` builds (run that first). Prints nDCG@10 of
 reciprocal rank fusion for several k and vector-list weights, and of a convex combination of
-min-max normalised scores, next to each list alone.
+min-max, z-score or fixed-floor normalised scores (also on shorter pools), next to each list alone.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from mindtui.config import load_settings  # noqa: E402
 from mindtui.evaluation import workspace  # noqa: E402
 from mindtui.evaluation.metrics import ndcg_at  # noqa: E402
+from mindtui.search import fusion  # noqa: E402
 from mindtui.search.engine import SearchOptions, make_search_engine  # noqa: E402
 from mindtui.store import open_database  # noqa: E402
 
@@ -30,14 +31,19 @@ def rrf(fts, vec, k, w_fts=1.0, w_vec=1.0):
     return sorted(scores, key=lambda d: -scores[d])
 
 
-def convex(fts, vec, alpha):
-    def norm(hits, negate):
-        if not hits:
-            return {}
-        values = [(-s if negate else s) for _, s in hits]
-        lo, hi = min(values), max(values)
-        return {d: ((-s if negate else s) - lo) / (hi - lo) if hi > lo else 1.0 for d, s in hits}
-    a, b = norm(fts, True), norm(vec, False)
+def convex(fts, vec, alpha, method="minmax"):
+    """The engine's own convex fusion (min-max or z-score normalisation)."""
+    scores = fusion.convex({"fts": fts, "vector": vec}, alpha, method)
+    return sorted(scores, key=lambda d: -scores[d])
+
+
+def convex_floor(fts, vec, alpha, vec_floor):
+    """Theoretical-minimum normalisation: BM25 from 0, cosine from a fixed floor, both up to the list's best."""
+    def scaled(values, low):
+        high = max(values.values())
+        return {d: (x - low) / (high - low) if high > low else 1.0 for d, x in values.items()}
+    a = scaled({d: -s for d, s in fts}, 0.0) if fts else {}
+    b = scaled(dict(vec), vec_floor) if vec else {}
     scores = {d: (1 - alpha) * a.get(d, 0.0) + alpha * b.get(d, 0.0) for d in set(a) | set(b)}
     return sorted(scores, key=lambda d: -scores[d])
 
@@ -83,6 +89,17 @@ def main() -> int:
             rows.append((f"rrf k={k} w_vec={w_vec}", score(lambda f, v, k=k, w=w_vec: rrf(f, v, k, 1.0, w))))
     for alpha in (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8):
         rows.append((f"convex alpha={alpha}", score(lambda f, v, a=alpha: convex(f, v, a))))
+    for alpha in (0.4, 0.45, 0.5, 0.55, 0.6):
+        for pool in (20, 50):
+            rows.append((f"convex alpha={alpha} pool {pool}",
+                         score(lambda f, v, a=alpha, n=pool: convex(f[:n], v[:n], a))))
+        rows.append((f"zscore alpha={alpha}", score(lambda f, v, a=alpha: convex(f, v, a, "zscore"))))
+        for pool in (20, 50):
+            rows.append((f"zscore alpha={alpha} pool {pool}",
+                         score(lambda f, v, a=alpha, n=pool: convex(f[:n], v[:n], a, "zscore"))))
+        for floor in (0.0, 0.5, 0.7):
+            rows.append((f"floor {floor} alpha={alpha}",
+                         score(lambda f, v, a=alpha, fl=floor: convex_floor(f, v, a, fl))))
     print(f"{'fusion':<26} nDCG@10   ({args.beir_dir} {args.split}, {len(query_ids)} queries, pool {args.pool})")
     for name, value in rows:
         print(f"{name:<26} {value:.4f}")

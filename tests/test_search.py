@@ -133,18 +133,46 @@ def test_rrf_and_convex_fusion_by_hand():
     lists = {"fts": [("a", -9.0), ("b", -5.0), ("c", -1.0)], "vector": [("b", 0.9), ("d", 0.7), ("a", 0.5)]}
     rrf = fusion.rrf(lists, 60, {"vector": 2.0})
     assert rrf["a"] == pytest.approx(1 / 61 + 2 / 63) and rrf["d"] == pytest.approx(2 / 62)
-    convex = fusion.convex(lists, 0.5)
+    convex = fusion.convex(lists, 0.5, "minmax")
     # fts: a best (1.0), b 0.5, c 0; vector: b 1.0, d 0.5, a 0
     assert convex == pytest.approx({"a": 0.5, "b": 0.75, "c": 0.0, "d": 0.25})
-    assert fusion.convex({"fts": lists["fts"], "vector": []}, 0.5) == pytest.approx({"a": 1.0, "b": 0.5, "c": 0.0})
+    assert fusion.convex({"fts": lists["fts"], "vector": []}, 0.5, "minmax") == pytest.approx(
+        {"a": 1.0, "b": 0.5, "c": 0.0})
     assert fusion.convex({"fts": [("x", -3.0)]}, 0.5) == {"x": 1.0}
+    with pytest.raises(ValueError, match="normalisation"):
+        fusion.convex(lists, 0.5, "softmax")
+
+
+def test_zscore_fusion_weighs_a_list_by_how_far_notes_stand_out():
+    from statistics import pstdev
+
+    from mindtui.search import fusion
+
+    # BM25: a stands far out from a bulk of near-equal candidates. Vector: c wins by one step of
+    # an even spread. Min-max gives both winners 1.0, so c (also in the BM25 bulk) wins; z-scores
+    # measure each list in its own spread, so a's lead counts for more.
+    others = [f"n{i}" for i in range(8)]
+    fts = [("a", -10.0), ("c", -1.0)] + [(n, -1.0) for n in others[:7]] + [(others[7], 0.0)]
+    vector = [("c", 0.90)] + [(n, 0.89 - 0.01 * i) for i, n in enumerate(others)] + [("a", 0.81)]
+    fts_values = [-s for _, s in fts]
+    vec_values = [s for _, s in vector]
+    fts_sd, vec_sd = pstdev(fts_values), pstdev(vec_values)
+    fused = fusion.convex({"fts": fts, "vector": vector}, 0.5)
+    assert fused["a"] == pytest.approx(0.5 * 10.0 / fts_sd)
+    assert fused["c"] == pytest.approx(0.5 * 1.0 / fts_sd + 0.5 * 0.09 / vec_sd)
+    assert max(fused, key=fused.get) == "a"
+    minmax = fusion.convex({"fts": fts, "vector": vector}, 0.5, "minmax")
+    assert max(minmax, key=minmax.get) == "c"
+    assert min(fused.values()) >= 0.0  # each list's worst candidate gets 0: type weights multiply safely
 
 
 def test_convex_fusion_scales_name_mentions_by_the_longest():
     from mindtui.search import fusion
 
-    fused = fusion.convex({"fts": [("a", -2.0), ("b", -1.0)], "title": [("c", 3.0), ("a", 1.0)]}, 0.5)
-    assert fused == pytest.approx({"a": 0.5 + 0.5 / 3, "b": 0.0, "c": 0.5})
+    lists = {"fts": [("a", -2.0), ("b", -1.0)], "title": [("c", 3.0), ("a", 1.0)]}
+    assert fusion.convex(lists, 0.5, "minmax") == pytest.approx({"a": 0.5 + 0.5 / 3, "b": 0.0, "c": 0.5})
+    # z-scores: a stands 2 standard deviations above b; a full name is worth half of that top score.
+    assert fusion.convex(lists, 0.5) == pytest.approx({"a": 0.5 * 2 + 0.5 * 2 / 3, "b": 0.0, "c": 0.5 * 2})
 
 
 def test_unfiltered_and_filtered_full_text_paths_rank_alike(stemming_vault):

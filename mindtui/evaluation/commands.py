@@ -29,8 +29,8 @@ def default_systems(settings: Settings, with_graph: bool) -> list[str]:
 
 def _search_settings(settings: Settings) -> dict:
     return {key: settings.get(f"search.{key}") for key in
-            ("fusion", "rrf_k", "rrf_weights", "convex_alpha", "candidate_pool", "min_cosine", "graph_expansion",
-             "graph_expansion_factor")}
+            ("fusion", "rrf_k", "rrf_weights", "convex_alpha", "convex_normalisation", "candidate_pool", "min_cosine",
+             "graph_expansion", "graph_expansion_factor")}
 
 
 def eval_beir(settings: Settings, directory: Path, *, systems: list[str] | None, max_queries: int | None,

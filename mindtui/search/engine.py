@@ -173,7 +173,8 @@ class SearchEngine:
         method = str(self.settings.get("search.fusion", "convex"))
         ranked = {name: [(h.note_id, h.score) for h in hits] for name, hits in lists.items()}
         if method == "convex":
-            fused = fusion.convex(ranked, float(self.settings.get("search.convex_alpha", 0.5)))
+            fused = fusion.convex(ranked, float(self.settings.get("search.convex_alpha", 0.5)),
+                                  str(self.settings.get("search.convex_normalisation", "zscore")))
         else:
             fused = fusion.rrf(ranked, self._setting("rrf_k", 60), self.settings.get("search.rrf_weights") or {})
 

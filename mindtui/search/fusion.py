@@ -1,10 +1,15 @@
 """How the full-text and vector lists become one score per note.
 
 rrf:    sum over lists of weight / (k + rank): ranks only, robust to score scales.
-convex: (1 - alpha) * fts + alpha * vector, each list's scores min-max normalised to [0, 1]
-        (BM25 negated first: lower is better there); a note missing from a list gets 0 for it.
-        It keeps how far apart candidates are, which ranks throw away. Name mentions add
-        0.5 x (words in the name / words in the longest name mentioned).
+convex: (1 - alpha) * fts + alpha * vector over normalised scores (BM25 negated first: lower is
+        better there); a note missing from a list gets that list's minimum, i.e. 0.
+        It keeps how far apart candidates are, which ranks throw away. Normalisation:
+        zscore (default): (score - pool minimum) / standard deviation of the pool: each list
+                 counts by how far a note stands out from the rest of its candidates.
+        minmax:  (score - minimum) / (maximum - minimum): hinges on the single best and worst
+                 candidate, so one outlier flattens everything else in its list.
+        Name mentions add 0.5 x (words in the name / words in the longest name mentioned) x the
+        main lists' top normalised score (1.0 under minmax).
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from typing import Mapping, Sequence
 # A list is the retriever's best-first (note_id, raw score) pairs.
 Ranked = Sequence[tuple[str, float]]
 LOWER_IS_BETTER = {"fts"}
-SCALED_BY_MAX = {"title"}  # name mentions: words in the name, scaled by the longest (not min-max)
-SHARE_OF_EXTRA_LISTS = 0.5  # a list beside fts and vector (name mentions) adds up to this much
+SCALED_BY_MAX = {"title"}  # name mentions: words in the name, scaled by the longest (not normalised)
+SHARE_OF_EXTRA_LISTS = 0.5  # a list beside fts and vector (name mentions) adds up to this share of a top score
+NORMALISATIONS = ("zscore", "minmax")
 
 
 def rrf(lists: Mapping[str, Ranked], k: float, weights: Mapping[str, float]) -> dict[str, float]:
@@ -27,26 +33,39 @@ def rrf(lists: Mapping[str, Ranked], k: float, weights: Mapping[str, float]) -> 
     return fused
 
 
-def normalised(name: str, hits: Ranked) -> dict[str, float]:
+def normalised(name: str, hits: Ranked, method: str = "zscore") -> dict[str, float]:
+    """Scores of one list on a common scale, never negative; the worst candidate gets 0."""
     if not hits:
         return {}
     if name in SCALED_BY_MAX:  # every mention counts; the longest name counts most
         top = max(s for _, s in hits)
         return {note_id: s / top for note_id, s in hits}
+    if method not in NORMALISATIONS:
+        raise ValueError(f"unknown normalisation {method!r} (expected one of {', '.join(NORMALISATIONS)})")
     values = [(-s if name in LOWER_IS_BETTER else s) for _, s in hits]
-    low, high = min(values), max(values)
-    return {note_id: (value - low) / (high - low) if high > low else 1.0
+    low = min(values)
+    if method == "minmax":
+        spread = max(values) - low
+    else:
+        mean = sum(values) / len(values)
+        spread = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+    return {note_id: (value - low) / spread if spread > 0 else 1.0
             for (note_id, _), value in zip(hits, values)}
 
 
-def convex(lists: Mapping[str, Ranked], alpha: float) -> dict[str, float]:
+def convex(lists: Mapping[str, Ranked], alpha: float, method: str = "zscore") -> dict[str, float]:
     """alpha is the vector list's share; with one list present its normalised scores are used as they are."""
-    present = {name: normalised(name, hits) for name, hits in lists.items() if hits}
+    present = {name: normalised(name, hits, method) for name, hits in lists.items() if hits}
     if len(present) == 1:
         return dict(next(iter(present.values())))
     share = {"vector": alpha, "fts": 1.0 - alpha}
+    # Extra lists are measured in the (share-weighted) top normalised score of the main lists
+    # present: 1.0 under minmax, so a full name mention counts like being first in one list.
+    main = [name for name in present if name in share]
+    unit = (sum(share[n] * max(present[n].values()) for n in main) / sum(share[n] for n in main)) if main else 1.0
     fused: dict[str, float] = {}
     for name, scores in present.items():
+        weight = share[name] if name in share else SHARE_OF_EXTRA_LISTS * unit
         for note_id, value in scores.items():
-            fused[note_id] = fused.get(note_id, 0.0) + share.get(name, SHARE_OF_EXTRA_LISTS) * value
+            fused[note_id] = fused.get(note_id, 0.0) + weight * value
     return fused
