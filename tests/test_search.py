@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import apsw
 import pytest
@@ -164,6 +165,28 @@ def test_zscore_fusion_weighs_a_list_by_how_far_notes_stand_out():
     minmax = fusion.convex({"fts": fts, "vector": vector}, 0.5, "minmax")
     assert max(minmax, key=minmax.get) == "c"
     assert min(fused.values()) >= 0.0  # each list's worst candidate gets 0: type weights multiply safely
+
+
+@pytest.mark.parametrize("setting, value", [
+    ("fusion", "borda"), ("convex_normalisation", "softmax"), ("convex_alpha", 1.5), ("convex_alpha", "half"),
+])
+def test_a_misspelt_fusion_setting_is_a_clear_error(stemming_vault, setting, value):
+    from mindtui.config import ConfigError
+
+    settings = load_settings(env={}, overrides={"search": {setting: value}})
+    with pytest.raises(ConfigError, match=f"search.{setting}"):
+        SearchEngine(stemming_vault, settings)
+
+
+def test_a_misspelt_fusion_setting_exits_with_the_config_code(stemming_vault, db_path):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MINDTUI_SEARCH__CONVEX_NORMALISATION": "softmax"}
+    done = subprocess.run([sys.executable, "-m", "mindtui", "search", "Notiz", "--db", str(db_path), "--no-log"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 5 and done.stdout == ""
+    assert "search.convex_normalisation is 'softmax'; expected zscore or minmax" in done.stderr
 
 
 def test_convex_fusion_scales_name_mentions_by_the_longest():

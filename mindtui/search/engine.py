@@ -13,7 +13,7 @@ from typing import Callable, NamedTuple
 
 import apsw
 
-from mindtui.config import Settings
+from mindtui.config import ConfigError, Settings
 from mindtui.models.files import ModelUnavailableError
 from mindtui.search import fusion
 from mindtui.search.query import exact_key, fts_expression, query_stems
@@ -112,6 +112,24 @@ class SearchEngine:
         self._embedder_provider = embedder_provider
         self._reranker_provider = reranker_provider
         self._title_cache: tuple[int, TitleKeys] | None = None
+        self._check_fusion_settings()
+
+    def _check_fusion_settings(self) -> None:
+        """A misspelt fusion setting is a clear error at start, not a silent fallback or a failing search."""
+        method = self.settings.get("search.fusion", "convex")
+        if method not in ("convex", "rrf"):
+            raise ConfigError(f"search.fusion is {method!r}; expected convex or rrf")
+        normalisation = self.settings.get("search.convex_normalisation", "zscore")
+        if normalisation not in fusion.NORMALISATIONS:
+            raise ConfigError(f"search.convex_normalisation is {normalisation!r}; expected "
+                              + " or ".join(fusion.NORMALISATIONS))
+        try:
+            alpha = float(self.settings.get("search.convex_alpha", 0.5))
+        except (TypeError, ValueError):
+            alpha = -1.0
+        if not 0.0 <= alpha <= 1.0:
+            raise ConfigError(f"search.convex_alpha is {self.settings.get('search.convex_alpha')!r}; "
+                              "expected a number from 0 to 1 (the vector list's share)")
 
     def _setting(self, key: str, default):
         return type(default)(self.settings.get(f"search.{key}", default))
