@@ -196,6 +196,9 @@ def test_convex_fusion_scales_name_mentions_by_the_longest():
     assert fusion.convex(lists, 0.5, "minmax") == pytest.approx({"a": 0.5 + 0.5 / 3, "b": 0.0, "c": 0.5})
     # z-scores: a stands 2 standard deviations above b; a full name is worth half of that top score.
     assert fusion.convex(lists, 0.5) == pytest.approx({"a": 0.5 * 2 + 0.5 * 2 / 3, "b": 0.0, "c": 0.5 * 2})
+    # alpha 0 (full text only) and no full-text hits: the vector list has no share, names still count.
+    only_vector = {"vector": [("v", 0.9), ("w", 0.8)], "title": [("c", 3.0)]}
+    assert fusion.convex(only_vector, 0.0) == pytest.approx({"v": 0.0, "w": 0.0, "c": 0.5 * 2})
 
 
 def test_unfiltered_and_filtered_full_text_paths_rank_alike(stemming_vault):

@@ -61,8 +61,12 @@ def convex(lists: Mapping[str, Ranked], alpha: float, method: str = "zscore") ->
     share = {"vector": alpha, "fts": 1.0 - alpha}
     # Extra lists are measured in the (share-weighted) top normalised score of the main lists
     # present: 1.0 under minmax, so a full name mention counts like being first in one list.
-    main = [name for name in present if name in share]
-    unit = (sum(share[n] * max(present[n].values()) for n in main) / sum(share[n] for n in main)) if main else 1.0
+    tops = {name: max(scores.values()) for name, scores in present.items() if name in share}
+    total_share = sum(share[name] for name in tops)
+    if total_share > 0:
+        unit = sum(share[name] * top for name, top in tops.items()) / total_share
+    else:  # alpha 0 or 1 and only the list without a share came back
+        unit = max(tops.values(), default=1.0)
     fused: dict[str, float] = {}
     for name, scores in present.items():
         weight = share[name] if name in share else SHARE_OF_EXTRA_LISTS * unit
