@@ -24,10 +24,8 @@ from mindtui.store import open_database  # noqa: E402
 
 
 def rrf(fts, vec, k, w_fts=1.0, w_vec=1.0):
-    scores = {}
-    for weight, hits in ((w_fts, fts), (w_vec, vec)):
-        for rank, (doc, _) in enumerate(hits, start=1):
-            scores[doc] = scores.get(doc, 0.0) + weight / (k + rank)
+    """The engine's own reciprocal rank fusion."""
+    scores = fusion.rrf({"fts": fts, "vector": vec}, k, {"fts": w_fts, "vector": w_vec})
     return sorted(scores, key=lambda d: -scores[d])
 
 

@@ -361,6 +361,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from mindtui.evaluation.workspace import EvalInputError
     from mindtui.store import DatabaseError
 
+    # Checked in this order; the first matching kind names the exit code.
+    exit_codes = {DatabaseError: EXIT_DATABASE, ModelUnavailableError: EXIT_FAILED, EvalInputError: EXIT_USAGE,
+                  ConfigError: EXIT_CONFIG, StepError: EXIT_CONFIG}
     try:
         settings = load_settings().with_overrides(db=str(args.db) if args.db else None)
         if args.job:
@@ -387,18 +390,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except JobLockedError as exc:
         print(f"mindtui: {exc}; try again when it has finished", file=sys.stderr)
         return EXIT_LOCKED
-    except DatabaseError as exc:
+    except tuple(exit_codes) as exc:
         print(f"mindtui: {exc}", file=sys.stderr)
-        return EXIT_DATABASE
-    except ModelUnavailableError as exc:
-        print(f"mindtui: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    except EvalInputError as exc:
-        print(f"mindtui: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except (ConfigError, StepError) as exc:
-        print(f"mindtui: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return next(code for kind, code in exit_codes.items() if isinstance(exc, kind))
     except KeyboardInterrupt:
         print("mindtui: interrupted", file=sys.stderr)
         return 130

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import textwrap
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,17 @@ def run_import(db_path: Path, vault_root: Path, **options):
             **options,
         )
         return importer.run()
+    finally:
+        conn.close()
+
+
+@contextmanager
+def imported(db_path: Path, vault_root: Path, **options):
+    """Import the vault, then hand out an open connection to the result (closed afterwards)."""
+    run_import(db_path, vault_root, **options)
+    conn = open_database(db_path)
+    try:
+        yield conn
     finally:
         conn.close()
 

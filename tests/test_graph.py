@@ -17,7 +17,7 @@ from mindtui.search.engine import SearchEngine, SearchOptions
 from mindtui.store import open_database
 from mindtui.store.graph_store import prune_search_pairs
 
-from conftest import run_import
+from conftest import imported, run_import
 
 LOG = """\
 # Arbeitslog
@@ -145,11 +145,9 @@ def linked_db(vault, db_path):
     vault.write("Vorlagen/Alt.md", "alt\n")
     vault.write("Liste.md", "[[Vorlagen/Alt]] und [[Konzept]]\n")
     vault.write("Arbeitslog.md", "| Sitzung | Notizen |\n|---|---|\n| 1 | [[Konzept]], [[Verwandt]] |\n")
-    run_import(db_path, vault.root, exclude=["Vorlagen/**"])
-    conn = open_database(db_path)
-    build_change_graph(conn, vault.root, load_settings())
-    yield conn
-    conn.close()
+    with imported(db_path, vault.root, exclude=["Vorlagen/**"]) as conn:
+        build_change_graph(conn, vault.root, load_settings())
+        yield conn
 
 
 def group_paths(found, group):

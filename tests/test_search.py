@@ -16,10 +16,9 @@ from mindtui.models.files import ModelUnavailableError
 from mindtui.models.sweep import run_embed_sweep
 from mindtui.search.engine import SearchEngine, SearchOptions
 from mindtui.search.query import fts_expression
-from mindtui.store import open_database
 
 from conftest import result_paths as paths
-from conftest import run_import
+from conftest import imported
 
 
 @pytest.fixture
@@ -29,10 +28,8 @@ def stemming_vault(vault, db_path):
     vault.write("Links.md", "Obsidian links notes together with double brackets.\n")
     vault.write("Kuchen.md", "Der Kuchen braucht 40 Minuten im Ofen.\n")
     vault.write("RRF.md", "---\naliases: [Rank Fusion]\n---\nKombiniert Listen.\n")
-    run_import(db_path, vault.root)
-    conn = open_database(db_path)
-    yield conn
-    conn.close()
+    with imported(db_path, vault.root) as conn:
+        yield conn
 
 
 @pytest.mark.parametrize("query, expected", [

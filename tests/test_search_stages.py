@@ -8,11 +8,10 @@ from fakes import DeterministicFakeEmbedder
 from mindtui.config import load_settings
 from mindtui.models.files import ModelUnavailableError
 from mindtui.search.engine import SearchEngine, SearchOptions, make_search_engine
-from mindtui.store import open_database
 from mindtui.store.notes import passage_text
 
 from conftest import result_paths as paths
-from conftest import run_import
+from conftest import imported, run_import
 
 
 @pytest.fixture
@@ -24,10 +23,8 @@ def linked_vault(vault, db_path):
         vault.write(f"Themen/Hub{n}.md", "Kuchen Kuchen Kuchen.\n")
     vault.write("Themen/Backen.md", "Alles zum Backen: [[Kuchen]] [[Brot]] [[Hub0]] [[Hub1]] [[Hub2]] [[Hub3]]\n")
     vault.write("Werkstatt.md", "---\naliases: [Backofen]\ntype: project\n---\nDie Werkstatt hat einen Backofen.\n")
-    run_import(db_path, vault.root)
-    conn = open_database(db_path)
-    yield conn
-    conn.close()
+    with imported(db_path, vault.root) as conn:
+        yield conn
 
 
 def test_expansion_adds_a_linked_note_that_no_retriever_found(linked_vault):

@@ -103,6 +103,26 @@ def snippet(text: str, stems: list[set[str]]) -> str:
     return ("…" if start else "") + cut + ("…" if start + SNIPPET_CHARS < len(flat) else "")
 
 
+def _fusion_settings(settings: Settings) -> tuple[str, float, str]:
+    """(method, vector share, normalisation), checked once: a misspelt setting is a clear error at
+    start, not a silent fallback or a failing search."""
+    method = settings.get("search.fusion", "convex")
+    if method not in ("convex", "rrf"):
+        raise ConfigError(f"search.fusion is {method!r}; expected convex or rrf")
+    normalisation = settings.get("search.convex_normalisation", "zscore")
+    if normalisation not in fusion.NORMALISATIONS:
+        raise ConfigError(f"search.convex_normalisation is {normalisation!r}; expected "
+                          + " or ".join(fusion.NORMALISATIONS))
+    raw_alpha = settings.get("search.convex_alpha", 0.5)
+    try:
+        alpha = float(raw_alpha)
+    except (TypeError, ValueError):
+        alpha = -1.0
+    if not 0.0 <= alpha <= 1.0:
+        raise ConfigError(f"search.convex_alpha is {raw_alpha!r}; expected a number from 0 to 1 (the vector list's share)")
+    return method, alpha, normalisation
+
+
 class SearchEngine:
     def __init__(self, conn: apsw.Connection, settings: Settings,
                  embedder_provider: Callable[[], object] | None = None,
@@ -112,24 +132,7 @@ class SearchEngine:
         self._embedder_provider = embedder_provider
         self._reranker_provider = reranker_provider
         self._title_cache: tuple[int, TitleKeys] | None = None
-        self._check_fusion_settings()
-
-    def _check_fusion_settings(self) -> None:
-        """A misspelt fusion setting is a clear error at start, not a silent fallback or a failing search."""
-        method = self.settings.get("search.fusion", "convex")
-        if method not in ("convex", "rrf"):
-            raise ConfigError(f"search.fusion is {method!r}; expected convex or rrf")
-        normalisation = self.settings.get("search.convex_normalisation", "zscore")
-        if normalisation not in fusion.NORMALISATIONS:
-            raise ConfigError(f"search.convex_normalisation is {normalisation!r}; expected "
-                              + " or ".join(fusion.NORMALISATIONS))
-        try:
-            alpha = float(self.settings.get("search.convex_alpha", 0.5))
-        except (TypeError, ValueError):
-            alpha = -1.0
-        if not 0.0 <= alpha <= 1.0:
-            raise ConfigError(f"search.convex_alpha is {self.settings.get('search.convex_alpha')!r}; "
-                              "expected a number from 0 to 1 (the vector list's share)")
+        self._fusion = _fusion_settings(settings)
 
     def _setting(self, key: str, default):
         return type(default)(self.settings.get(f"search.{key}", default))
@@ -188,11 +191,10 @@ class SearchEngine:
                 entry[name] = {"rank": rank, SCORE_NAMES[name]: round(hit.score, 4)}
                 if hit.chunk_id is not None:
                     best_chunk.setdefault(hit.note_id, hit.chunk_id)
-        method = str(self.settings.get("search.fusion", "convex"))
+        method, alpha, normalisation = self._fusion
         ranked = {name: [(h.note_id, h.score) for h in hits] for name, hits in lists.items()}
         if method == "convex":
-            fused = fusion.convex(ranked, float(self.settings.get("search.convex_alpha", 0.5)),
-                                  str(self.settings.get("search.convex_normalisation", "zscore")))
+            fused = fusion.convex(ranked, alpha, normalisation)
         else:
             fused = fusion.rrf(ranked, self._setting("rrf_k", 60), self.settings.get("search.rrf_weights") or {})
 
