@@ -1,13 +1,20 @@
 """Settings: bundled defaults, then the user's file, then MINDTUI_* environment variables.
 
-The result is a plain nested dict wrapped in `Settings`, whose properties name the values
-the code uses. Nothing here touches the database or the vault.
+The bundled `config/mindtui.yaml` is the one place where defaults are written. This module
+holds the schema: one frozen dataclass per section, each field with its type and, where it
+has one, its range or its choices (no default values here). Every layer (user file,
+environment, `--set` overrides) is checked against the schema before it is merged, so an
+unknown key, a wrong type or an out-of-range value is a ConfigError naming the key and where
+it came from. Code reads typed values (`settings.search.candidate_pool`), never a fallback.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -15,14 +22,194 @@ from typing import Any, Mapping
 import yaml
 
 from mindtui import locations
+from mindtui.errors import ConfigError
 
 ENV_PREFIX = "MINDTUI_"
+CONFIG_FILE_ENV = "MINDTUI_CONFIG_FILE"
 # Environment variables that name a top-level key directly (MINDTUI_DB -> db).
 _TOP_LEVEL_ENV = {"DB": "db", "VAULT": "vault", "DATA_DIR": "data_dir", "TYPES_FILE": "types_file"}
 
+__all__ = ["ConfigError", "Settings", "load_settings", "parse_overrides"]
 
-class ConfigError(Exception):
-    """A configuration file or value that cannot be used; the message says which and why."""
+
+def setting(*, low: float | None = None, high: float | None = None, choices: tuple | None = None,
+            above: float | None = None) -> Any:
+    """A schema field: its type comes from the annotation, its default from the bundled YAML."""
+    return field(metadata={"low": low, "high": high, "above": above, "choices": choices})
+
+
+@dataclass(frozen=True)
+class ImportSettings:
+    exclude: tuple[str, ...] = setting()
+    max_file_bytes: int = setting(low=1)
+    follow_external_symlinks: bool = setting()
+    max_delete_fraction: float = setting(low=0.0, high=1.0)
+    mass_delete_min: int = setting(low=1)
+    rename_min_overlap: float = setting(above=0.0, high=1.0)
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    busy_timeout_ms: int = setting(low=0)
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    dir: str | None = setting()
+    embedding_path: str | None = setting()
+    threads: int = setting(low=0)
+    reranker_path: str | None = setting()
+    reranker_threads: int = setting(low=0)
+    embed_batch: int = setting(low=1, high=512)
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    candidate_pool: int = setting(low=1, high=10_000)
+    min_cosine: float = setting(low=-1.0, high=1.0)
+    fusion: str = setting(choices=("convex", "rrf"))
+    convex_normalisation: str = setting(choices=("zscore", "minmax"))
+    rrf_k: float = setting(above=0.0)
+    rrf_weights: dict[str, float] = setting()
+    convex_alpha: float = setting(low=0.0, high=1.0)
+    graph_expansion: bool = setting()
+    graph_expansion_top: int = setting(low=0)
+    graph_expansion_factor: float = setting(low=0.0)
+    rerank_top: int = setting(low=0)
+    log_top: int = setting(low=0)
+
+
+@dataclass(frozen=True)
+class GraphSettings:
+    work_logs: tuple[str, ...] = setting()
+    session_columns: tuple[str, ...] = setting()
+    date_columns: tuple[str, ...] = setting()
+    notes_columns: tuple[str, ...] = setting()
+    max_notes_per_session: int = setting(low=2)
+    search_confirmed_weight: int = setting(low=1)
+    suggestions: int = setting(low=0)
+    suggest_with: str = setting(choices=("links>vector", "vector+links", "links", "vector"))
+    suggest_min_cosine: float = setting(low=-1.0, high=1.0)
+
+
+@dataclass(frozen=True)
+class PrivacySettings:
+    private_paths: tuple[str, ...] = setting()
+    log_agent_queries: bool = setting()
+
+
+@dataclass(frozen=True)
+class RetentionSettings:
+    search_log_days: int = setting(low=0)
+    job_runs_days: int = setting(low=0)
+
+
+@dataclass(frozen=True)
+class Schema:
+    """The whole file: top-level keys and one section per subsystem."""
+
+    vault: str | None = setting()
+    db: str | None = setting()
+    data_dir: str | None = setting()
+    types_file: str | None = setting()
+    import_: ImportSettings = setting()
+    database: DatabaseSettings = setting()
+    models: ModelSettings = setting()
+    search: SearchSettings = setting()
+    graph: GraphSettings = setting()
+    privacy: PrivacySettings = setting()
+    retention: RetentionSettings = setting()
+
+
+def _key(name: str) -> str:
+    """Python field name -> YAML key (`import_` is `import`)."""
+    return name.rstrip("_")
+
+
+def _fields(cls) -> dict[str, tuple[str, Any, dict]]:
+    hints = typing.get_type_hints(cls)
+    return {_key(f.name): (f.name, hints[f.name], dict(f.metadata)) for f in dataclasses.fields(cls)}
+
+
+def _describe(kind) -> str:
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(kind) if a is not type(None)]
+        return f"{_describe(inner[0])} or null"
+    if origin is tuple:
+        return "a list of strings"
+    if origin is dict:
+        return "a mapping of names to numbers"
+    return {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}.get(kind, str(kind))
+
+
+def _coerce(kind, value, dotted: str, meta: dict):
+    """The value as `kind`, or ConfigError saying what was expected."""
+    def bad(expected: str | None = None) -> ConfigError:
+        return ConfigError(f"{dotted} is {value!r}; expected {expected or _describe(kind)}")
+
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            return None
+        inner = next(a for a in typing.get_args(kind) if a is not type(None))
+        return _coerce(inner, value, dotted, meta)
+    if origin is tuple:
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+            raise bad()
+        return tuple(items)
+    if origin is dict:
+        if not isinstance(value, Mapping) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
+            raise bad()
+        return {str(k): float(v) for k, v in value.items()}
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise bad()
+        return value
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad()
+    elif kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad()
+        value = float(value)
+    elif kind is str:
+        if not isinstance(value, str):
+            raise bad()
+    if meta.get("choices") and value not in meta["choices"]:
+        raise bad("one of " + ", ".join(meta["choices"]))
+    low, high, above = meta.get("low"), meta.get("high"), meta.get("above")
+    if (low is not None and value < low) or (high is not None and value > high) or (
+            above is not None and value <= above):
+        parts = ([f">= {low}"] if low is not None else []) + ([f"> {above}"] if above is not None else []) + (
+            [f"<= {high}"] if high is not None else [])
+        raise bad(f"a value {' and '.join(parts)}")
+    return value
+
+
+def _check(cls, data: Mapping, prefix: str, complete: bool):
+    """Check a (partial) layer against the schema; with complete=True build the dataclass."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{prefix.rstrip('.') or 'the configuration'} must be a mapping, not {data!r}")
+    fields = _fields(cls)
+    unknown = sorted(str(k) for k in data if k not in fields)
+    if unknown:
+        known = ", ".join(prefix + k for k in fields)
+        raise ConfigError(f"unknown setting {prefix}{unknown[0]} (known here: {known})")
+    values = {}
+    for key, (name, kind, meta) in fields.items():
+        dotted = prefix + key
+        if key not in data:
+            if complete:
+                raise ConfigError(f"setting {dotted} is missing from the bundled defaults")
+            continue
+        if dataclasses.is_dataclass(kind):
+            values[name] = _check(kind, data[key], dotted + ".", complete)
+        else:
+            values[name] = _coerce(kind, data[key], dotted, meta)
+    return cls(**values) if complete else None
 
 
 def _merge(base: dict, override: Mapping) -> dict:
@@ -48,67 +235,101 @@ def _read_yaml(path: Path) -> dict:
     return data
 
 
-def _env_overrides(env: Mapping[str, str]) -> dict:
-    """MINDTUI_DB=x -> {"db": x}; MINDTUI_IMPORT__MAX_FILE_BYTES=5 -> {"import": {"max_file_bytes": 5}}."""
-    result: dict = {}
-    for name, raw in env.items():
-        if not name.startswith(ENV_PREFIX) or name == "MINDTUI_CONFIG_FILE":
+def _yaml_scalar(raw: str):
+    try:
+        return yaml.safe_load(raw) if raw.strip() else raw
+    except yaml.YAMLError:
+        return raw
+
+
+def _env_layers(env: Mapping[str, str]) -> list[tuple[str, dict]]:
+    """One (variable name, partial settings) per MINDTUI_* variable; an unknown name is an error."""
+    layers = []
+    for name in sorted(env):
+        if not name.startswith(ENV_PREFIX) or name == CONFIG_FILE_ENV:
             continue
-        rest = name[len(ENV_PREFIX):]
+        rest, raw = name[len(ENV_PREFIX):], env[name]
         if rest in _TOP_LEVEL_ENV:
-            result[_TOP_LEVEL_ENV[rest]] = raw
+            layers.append((name, {_TOP_LEVEL_ENV[rest]: raw}))
             continue
         if "__" not in rest:
-            continue  # not a settings variable (e.g. MINDTUI_TEST_*); ignore rather than guess
+            raise ConfigError(f"{name}: not a mindtui setting (use MINDTUI_DB, MINDTUI_VAULT, MINDTUI_DATA_DIR, "
+                              f"MINDTUI_TYPES_FILE, {CONFIG_FILE_ENV} or MINDTUI_<SECTION>__<KEY>)")
         keys = [part.lower() for part in rest.split("__")]
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else raw
-        except yaml.YAMLError:
-            value = raw
-        node = result
+        layer: dict = {}
+        node = layer
         for key in keys[:-1]:
             node = node.setdefault(key, {})
-        node[keys[-1]] = value
+        node[keys[-1]] = _yaml_scalar(raw)
+        layers.append((name, layer))
+    return layers
+
+
+def parse_overrides(pairs: list[str]) -> dict:
+    """["search.rrf_k=30"] -> {"search": {"rrf_k": 30}} (values read as YAML scalars)."""
+    result: dict = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set {pair!r}: expected KEY=VALUE, e.g. search.rrf_k=30")
+        node = result
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = _yaml_scalar(raw)
     return result
 
 
-@dataclass
-class Settings:
-    data: dict = field(default_factory=dict)
+def _layer(data: Mapping, source: str) -> Mapping:
+    try:
+        _check(Schema, data, "", complete=False)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    return data
 
-    def get(self, dotted: str, default: Any = None) -> Any:
-        node: Any = self.data
-        for part in dotted.split("."):
-            if not isinstance(node, Mapping) or part not in node:
-                return default
-            node = node[part]
-        return node
+
+class Settings:
+    """The validated settings: typed sections plus the paths derived from the top-level keys."""
+
+    def __init__(self, data: Mapping) -> None:
+        self.data = copy.deepcopy(dict(data))  # the merged plain values (re-validated by with_values)
+        schema: Schema = _check(Schema, self.data, "", complete=True)
+        self.import_ = schema.import_
+        self.database = schema.database
+        self.models = schema.models
+        self.search = schema.search
+        self.graph = schema.graph
+        self.privacy = schema.privacy
+        self.retention = schema.retention
+        self._schema = schema
 
     @property
     def data_dir(self) -> Path:
-        value = self.data.get("data_dir")
+        value = self._schema.data_dir
         return Path(value).expanduser() if value else locations.default_data_dir()
 
     @property
     def db_path(self) -> Path:
-        value = self.data.get("db")
+        value = self._schema.db
         return Path(value).expanduser() if value else self.data_dir / "mindtui.db"
 
     @property
     def vault(self) -> Path | None:
-        value = self.data.get("vault")
+        value = self._schema.vault
         return Path(value).expanduser() if value else None
 
     @property
     def types_file(self) -> Path:
-        value = self.data.get("types_file")
+        value = self._schema.types_file
         return Path(value).expanduser() if value else locations.bundled_config_file("types.yaml")
+
+    def with_values(self, values: Mapping, source: str = "override") -> "Settings":
+        """A copy with some values replaced (nested mapping, checked like any other layer)."""
+        return Settings(_merge(copy.deepcopy(self.data), _layer(values, source)))
 
     def with_overrides(self, **values: Any) -> "Settings":
         """A copy with top-level keys replaced (None values are ignored)."""
-        data = copy.deepcopy(self.data)
-        data.update({k: v for k, v in values.items() if v is not None})
-        return Settings(data)
+        return self.with_values({k: v for k, v in values.items() if v is not None}, "command line")
 
 
 def load_settings(env: Mapping[str, str] | None = None, overrides: Mapping | None = None) -> Settings:
@@ -116,10 +337,11 @@ def load_settings(env: Mapping[str, str] | None = None, overrides: Mapping | Non
     data = _read_yaml(locations.bundled_config_file("mindtui.yaml"))
     user_file = locations.user_config_file(dict(env))
     if user_file.exists():
-        _merge(data, _read_yaml(user_file))
-    elif env.get("MINDTUI_CONFIG_FILE"):
-        raise ConfigError(f"MINDTUI_CONFIG_FILE names {user_file}, which does not exist")
-    _merge(data, _env_overrides(env))
+        _merge(data, _layer(_read_yaml(user_file), str(user_file)))
+    elif env.get(CONFIG_FILE_ENV):
+        raise ConfigError(f"{CONFIG_FILE_ENV} names {user_file}, which does not exist")
+    for name, layer in _env_layers(env):
+        _merge(data, _layer(layer, name))
     if overrides:
-        _merge(data, overrides)
+        _merge(data, _layer(overrides, "override"))
     return Settings(data)

@@ -86,27 +86,21 @@ def registry():
     return load_type_registry(load_settings().types_file)
 
 
-def run_import(db_path: Path, vault_root: Path, **options):
-    """Import with the default settings (plus options) and return the report."""
-    settings = load_settings()
+def run_import(db_path: Path, vault_root: Path, allow_mass_delete: bool = False, **import_settings):
+    """Import with the default settings (any `import.*` setting overridden by keyword) and return the report."""
+    settings = load_settings(overrides={"import": import_settings} if import_settings else None)
     registry = load_type_registry(settings.types_file)
     conn = open_database(db_path)
     try:
-        importer = VaultImporter(
-            conn, vault_root, registry,
-            exclude=options.pop("exclude", settings.get("import.exclude")),
-            max_file_bytes=options.pop("max_file_bytes", settings.get("import.max_file_bytes")),
-            **options,
-        )
-        return importer.run()
+        return VaultImporter(conn, vault_root, registry, settings, allow_mass_delete=allow_mass_delete).run()
     finally:
         conn.close()
 
 
 @contextmanager
-def imported(db_path: Path, vault_root: Path, **options):
+def imported(db_path: Path, vault_root: Path, **import_settings):
     """Import the vault, then hand out an open connection to the result (closed afterwards)."""
-    run_import(db_path, vault_root, **options)
+    run_import(db_path, vault_root, **import_settings)
     conn = open_database(db_path)
     try:
         yield conn
@@ -200,7 +194,7 @@ def embedded_sample_db(tmp_path_factory, e5_embedder) -> Path:
     run_import(db, SAMPLE_VAULT)
     conn = open_database(db)
     try:
-        run_embed_sweep(conn, e5_embedder)
+        run_embed_sweep(conn, e5_embedder, batch_size=16)
     finally:
         conn.close()
     return db

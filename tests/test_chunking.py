@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindtui.store.notes import passage_text
+from mindtui.text.names import passage_text
 from mindtui.vault.chunking import chunk_note
 from mindtui.vault.markdown import parse_note
-from mindtui.vault.tokens import estimate_tokens
+from mindtui.text.tokens import estimate_tokens
 from mindtui.vault.types import ChunkProfile
 
 PROFILE = ChunkProfile("test", max_tokens=120, min_tokens=20, split_levels=3)
@@ -92,7 +92,7 @@ def test_no_chunk_ever_exceeds_its_budget(text, max_tokens):
     ("2026-11-08", False), ("Zettelkasten", False), ("deadbeefcafe", False), ("BM25", False),
 ])
 def test_id_like_titles_stay_out_of_the_embedded_passage(title, id_like):
-    from mindtui.store.notes import is_id_like
+    from mindtui.text.names import is_id_like
 
     assert is_id_like(title) is id_like
     assert passage_text(title, "Abschnitt", "Text").startswith("Abschnitt" if id_like else f"{title} > Abschnitt")

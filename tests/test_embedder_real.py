@@ -17,8 +17,8 @@ from mindtui.models import files
 from mindtui.models.embedder import Embedder
 from mindtui.models.files import ModelUnavailableError, ensure_embedding_model
 from mindtui.store import open_database
-from mindtui.store.notes import passage_text
-from mindtui.vault.tokens import estimate_tokens
+from mindtui.text.names import passage_text
+from mindtui.text.tokens import estimate_tokens
 
 from conftest import SAMPLE_VAULT, run_import
 

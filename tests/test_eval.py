@@ -11,9 +11,9 @@ from mindtui.cli import main
 from mindtui.evaluation.commands import load_golden
 from mindtui.evaluation.metrics import hit_at, mrr_at, ndcg_at, recall_at, score_runs
 from mindtui.evaluation.runs import first_words
-from mindtui.evaluation.workspace import EvalInputError, load_beir, write_beir_vault
+from mindtui.evaluation.workspace import EvalInputError, load_beir, mark_scratch, write_beir_vault
 
-from conftest import REPO, SAMPLE_VAULT
+from conftest import REPO, SAMPLE_VAULT, dump_database, run_import
 
 TINY_BEIR = REPO / "tests" / "data" / "beir_tiny"
 GOLDEN = REPO / "tests" / "golden" / "sample_vault.json"
@@ -90,6 +90,14 @@ def test_linked_pair_query_is_the_first_words_without_frontmatter(tmp_path):
     assert len(words) == 200 and words[0] == "w0"
 
 
+def scratch_copy(source, tmp_path):
+    """A copy of the session's embedded sample database, marked as a scratch index."""
+    db = tmp_path / "eval.db"
+    shutil.copy(source, db)
+    mark_scratch(db, "test copy")
+    return db
+
+
 def run_eval(capsys, *args) -> dict:
     code = main(["eval", *args, "--json", "-q"])
     captured = capsys.readouterr()
@@ -110,8 +118,7 @@ def test_eval_beir_end_to_end(capsys, tmp_path, real_model):
 def test_eval_golden_meets_the_measured_bar(capsys, tmp_path, real_model, embedded_sample_db):
     """Measured on the sample vault: hybrid nDCG@10 0.836, Hit@5 0.93, R@10 0.95; fts 0.80, vector 0.81;
     with graph expansion 0.846."""
-    db = tmp_path / "eval.db"
-    shutil.copy(embedded_sample_db, db)
+    db = scratch_copy(embedded_sample_db, tmp_path)
     report = run_eval(capsys, "golden", str(GOLDEN), "--vault", str(SAMPLE_VAULT), "--scratch-db", str(db))
     hybrid, fts, vector = (report["systems"][name] for name in ("hybrid", "fts", "vector"))
     assert hybrid["ndcg@10"] >= 0.78 and hybrid["hit@5"] >= 0.86 and hybrid["recall@10"] >= 0.9
@@ -123,8 +130,7 @@ def test_eval_golden_meets_the_measured_bar(capsys, tmp_path, real_model, embedd
 
 
 def test_eval_links_end_to_end(capsys, tmp_path, real_model, embedded_sample_db):
-    db = tmp_path / "eval.db"
-    shutil.copy(embedded_sample_db, db)
+    db = scratch_copy(embedded_sample_db, tmp_path)
     report = run_eval(capsys, "links", str(SAMPLE_VAULT), "--scratch-db", str(db), "--systems", "hybrid")
     assert report["queries"] >= 40 and report["systems"]["hybrid"]["hit@10"] >= 0.95  # measured 1.0
 
@@ -149,3 +155,22 @@ def test_set_overrides_parse_dotted_keys_and_yaml_values():
         "search": {"rrf_k": 30, "rrf_weights": {"vector": 1.5}, "graph_expansion": True}}
     with pytest.raises(ConfigError, match="KEY=VALUE"):
         parse_overrides(["search.rrf_k"])
+
+
+def test_eval_refuses_a_database_that_is_not_a_scratch_index(capsys, tmp_path, sample_vault):
+    """Another real mindtui database given as --scratch-db is refused and left exactly as it was."""
+    other = tmp_path / "other" / "brain.db"
+    run_import(other, sample_vault.root)
+    before = dump_database(other)
+    code = main(["eval", "links", str(SAMPLE_VAULT), "--scratch-db", str(other), "-q"])
+    assert code == 2 and "not a scratch index" in capsys.readouterr().err
+    assert dump_database(other) == before
+    # a new file is fine: it is created with the marker, and a second run may reuse it
+    fresh = tmp_path / "fresh.db"
+    from mindtui.config import load_settings
+    from mindtui.evaluation.workspace import claim_scratch
+
+    claim_scratch(load_settings(), fresh, "test")
+    claim_scratch(load_settings(), fresh, "test")  # marked: accepted again
+    with pytest.raises(EvalInputError, match="is your database"):
+        claim_scratch(load_settings().with_overrides(db=str(other)), other, "test")

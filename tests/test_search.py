@@ -7,7 +7,7 @@ import os
 
 import apsw
 import pytest
-from fakes import DeterministicFakeEmbedder
+from fakes import DeterministicFakeEmbedder, KeywordEmbedder, ModelsFromCallables, unit_at_cosine
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,7 +68,7 @@ def test_exact_alias_match_is_protected(stemming_vault):
 
 
 def test_without_vectors_hybrid_degrades_to_full_text_with_a_notice(stemming_vault):
-    engine = SearchEngine(stemming_vault, load_settings(), embedder_provider=lambda: DeterministicFakeEmbedder())
+    engine = SearchEngine(stemming_vault, load_settings(), ModelsFromCallables(embedder=lambda: DeterministicFakeEmbedder()))
     response = engine.search("Notizen", SearchOptions(log=False))
     assert paths(response)[:1] == ["Notiz.md"]
     assert any("no vectors yet" in n for n in response.notices)
@@ -78,25 +78,37 @@ def test_broken_model_degrades_to_full_text_with_a_notice(stemming_vault):
     def broken():
         raise ModelUnavailableError("cannot load the embedding model x.gguf: corrupt")
 
-    engine = SearchEngine(stemming_vault, load_settings(), embedder_provider=broken)
+    engine = SearchEngine(stemming_vault, load_settings(), ModelsFromCallables(embedder=broken))
     response = engine.search("Kuchen", SearchOptions(log=False))
     assert paths(response) == ["Kuchen.md"] and "corrupt" in response.notices[0]
 
 
-def test_fusion_adds_reciprocal_ranks_and_weights(stemming_vault):
-    fake = DeterministicFakeEmbedder()
-    run_embed_sweep(stemming_vault, fake)
-    settings = load_settings(overrides={"search": {"fusion": "rrf"}})
-    engine = SearchEngine(stemming_vault, settings, embedder_provider=lambda: fake)
-    response = engine.search("Notiz Gedanken", SearchOptions(log=False, expand=False))
-    first = response.results[0].explain
-    k, weights = settings.get("search.rrf_k"), settings.get("search.rrf_weights") or {}
-    expected = sum(weights.get(name, 1.0) / (k + first[name]["rank"]) for name in ("fts", "vector", "title")
-                   if name in first)
-    assert first["fusion"] == "rrf" and first["fused"] == pytest.approx(expected, abs=1e-6)
-    assert first["weighted"] == pytest.approx(first["fused"] * first["retriever_weight"], abs=1e-6)
-    scores = [r.score for r in response.results]
-    assert scores == sorted(scores, reverse=True)
+def test_rrf_fusion_pinned_by_hand(vault, db_path):
+    """Three notes whose full-text and vector ranks are built into the test, fused by RRF k=60:
+    Erster.md  BM25 rank 1 (three mentions), vector rank 3 (cosine 0.30) -> 1/61 + 1/63 = 0.0322664
+    Zweiter.md BM25 rank 2 (one mention),    vector rank 2 (cosine 0.50) -> 1/62 + 1/62 = 0.0322581
+    Dritter.md no BM25 hit,                  vector rank 1 (cosine 0.90) -> 1/61         = 0.0163934
+    (No title is the query, so no exact-match protection; expansion is off.)
+    """
+    vault.write("Erster.md", "Obstgarten: Apfel, Apfel und noch ein Apfel.\n")
+    vault.write("Zweiter.md", "Obstgarten: eine Birne neben einem Apfel.\n")
+    vault.write("Dritter.md", "Obstgarten: eine Quitte, gelb und hart.\n")
+    fake = KeywordEmbedder(unit_at_cosine(1.0), {"Quitte": unit_at_cosine(0.9), "Birne": unit_at_cosine(0.5),
+                                                 "Apfel": unit_at_cosine(0.3)})
+    with imported(db_path, vault.root) as conn:
+        run_embed_sweep(conn, fake, batch_size=16)
+        settings = load_settings(overrides={"search": {"fusion": "rrf", "rrf_k": 60, "graph_expansion": False}})
+        response = SearchEngine(conn, settings, ModelsFromCallables(embedder=lambda: fake)).search(
+            "Apfel", SearchOptions(log=False))
+    assert paths(response) == ["Erster.md", "Zweiter.md", "Dritter.md"]
+    explain = {r.path: r.explain for r in response.results}
+    assert [(explain[p]["fts"]["rank"], explain[p]["vector"]["rank"]) for p in ("Erster.md", "Zweiter.md")] == [
+        (1, 3), (2, 2)]
+    assert "fts" not in explain["Dritter.md"] and explain["Dritter.md"]["vector"]["rank"] == 1
+    assert explain["Zweiter.md"]["vector"]["cosine"] == pytest.approx(0.5, abs=1e-4)
+    assert [explain[p]["fused"] for p in ("Erster.md", "Zweiter.md", "Dritter.md")] == pytest.approx(
+        [0.0322664, 0.0322581, 0.0163934], abs=1e-6)
+    assert [r.score for r in response.results] == pytest.approx([0.0322664, 0.0322581, 0.0163934], abs=1e-6)
 
 
 def test_search_log_counts_pairs(stemming_vault):
@@ -164,15 +176,15 @@ def test_zscore_fusion_weighs_a_list_by_how_far_notes_stand_out():
     assert min(fused.values()) >= 0.0  # each list's worst candidate gets 0: type weights multiply safely
 
 
-@pytest.mark.parametrize("setting, value", [
-    ("fusion", "borda"), ("convex_normalisation", "softmax"), ("convex_alpha", 1.5), ("convex_alpha", "half"),
+@pytest.mark.parametrize("setting, value, expected", [
+    ("fusion", "borda", "one of convex, rrf"), ("convex_normalisation", "softmax", "one of zscore, minmax"),
+    ("convex_alpha", 1.5, "a value >= 0.0 and <= 1.0"), ("convex_alpha", "half", "a number"),
 ])
-def test_a_misspelt_fusion_setting_is_a_clear_error(stemming_vault, setting, value):
+def test_a_misspelt_fusion_setting_is_a_clear_error(setting, value, expected):
     from mindtui.config import ConfigError
 
-    settings = load_settings(env={}, overrides={"search": {setting: value}})
-    with pytest.raises(ConfigError, match=f"search.{setting}"):
-        SearchEngine(stemming_vault, settings)
+    with pytest.raises(ConfigError, match=f"search.{setting} is {value!r}; expected {expected}"):
+        load_settings(env={}, overrides={"search": {setting: value}})
 
 
 def test_a_misspelt_fusion_setting_exits_with_the_config_code(stemming_vault, db_path):
@@ -183,7 +195,7 @@ def test_a_misspelt_fusion_setting_exits_with_the_config_code(stemming_vault, db
     done = subprocess.run([sys.executable, "-m", "mindtui", "search", "Notiz", "--db", str(db_path), "--no-log"],
                           capture_output=True, text=True, env=env)
     assert done.returncode == 5 and done.stdout == ""
-    assert "search.convex_normalisation is 'softmax'; expected zscore or minmax" in done.stderr
+    assert "search.convex_normalisation is 'softmax'; expected one of zscore, minmax" in done.stderr
 
 
 def test_convex_fusion_scales_name_mentions_by_the_longest():

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from fakes import DeterministicFakeEmbedder
+from fakes import DeterministicFakeEmbedder, ModelsFromCallables
 
 from mindtui.config import load_settings
 from mindtui.models.files import ModelUnavailableError
-from mindtui.search.engine import SearchEngine, SearchOptions, make_search_engine
-from mindtui.store.notes import passage_text
+from mindtui.models.reranker import Reranker
+from mindtui.search.engine import SearchEngine, SearchOptions
+from mindtui.text.names import passage_text
 
 from conftest import result_paths as paths
 from conftest import imported, run_import
@@ -80,19 +81,18 @@ class FailingReranker:
 
 
 def test_failing_reranker_keeps_the_fused_order_with_a_notice(linked_vault):
-    engine = SearchEngine(linked_vault, load_settings(), reranker_provider=lambda: FailingReranker())
+    engine = SearchEngine(linked_vault, load_settings(), ModelsFromCallables(reranker=lambda: FailingReranker()))
     fused = engine.search("Kuchen Ofen", SearchOptions(mode="fts", log=False, rerank=False))
     response = engine.search("Kuchen Ofen", SearchOptions(mode="fts", log=False))
     assert paths(response) == paths(fused) and any("reranker failed" in n for n in response.notices)
 
 
-def test_configured_reranker_reorders_the_head(linked_vault, rank_gguf, monkeypatch):
+def test_configured_reranker_reorders_the_head(linked_vault, rank_gguf):
     """A real rank GGUF (random head): the order follows its scores, and automatic lookups skip it."""
-    monkeypatch.setenv("MINDTUI_MODELS__RERANKER_PATH", str(rank_gguf))
-    monkeypatch.setenv("MINDTUI_MODELS__RERANKER_THREADS", "2")
     settings = load_settings()
-    engine = make_search_engine(linked_vault, settings)
-    engine._embedder_provider = lambda: DeterministicFakeEmbedder()  # no vectors: full text only
+    reranker = Reranker(rank_gguf, 2)
+    engine = SearchEngine(linked_vault, settings, ModelsFromCallables(embedder=lambda: DeterministicFakeEmbedder(),
+                                                                      reranker=lambda: reranker))
     response = engine.search("Kuchen Ofen Hitze", SearchOptions(mode="fts", log=False, limit=20))
     reranked = [r for r in response.results if "rerank" in r.explain]
     assert len(reranked) >= 3
@@ -100,7 +100,6 @@ def test_configured_reranker_reorders_the_head(linked_vault, rank_gguf, monkeypa
     scores = [r.explain["rerank"]["score"] for r in reranked]
     assert scores == sorted(scores, reverse=True)
     # The scores are the reranker's own for (query, the best chunk's passage text).
-    reranker = engine._reranker_provider()
     texts = linked_vault.execute("SELECT chunk_id, heading_path, text FROM chunks").fetchall()
     by_chunk = {cid: (heading, text) for cid, heading, text in texts}
     first = reranked[0]
@@ -136,8 +135,8 @@ class ExplodingEmbedder:
 def test_a_crashing_embedder_degrades_to_full_text(linked_vault):
     fake = DeterministicFakeEmbedder()
     from mindtui.models.sweep import run_embed_sweep
-    run_embed_sweep(linked_vault, fake)
-    engine = SearchEngine(linked_vault, load_settings(), embedder_provider=lambda: ExplodingEmbedder())
+    run_embed_sweep(linked_vault, fake, batch_size=16)
+    engine = SearchEngine(linked_vault, load_settings(), ModelsFromCallables(embedder=lambda: ExplodingEmbedder()))
     response = engine.search("Kuchen", SearchOptions(log=False))
     assert paths(response)[0] == "Kochen/Kuchen.md"
     assert any("vector search failed (RuntimeError" in n for n in response.notices)
@@ -150,7 +149,7 @@ def test_a_query_without_words_asks_no_vectors_and_logs_nothing(linked_vault):
         asked.append(1)
         return DeterministicFakeEmbedder()
 
-    engine = SearchEngine(linked_vault, load_settings(), embedder_provider=provider)
+    engine = SearchEngine(linked_vault, load_settings(), ModelsFromCallables(embedder=provider))
     assert engine.search("?? !!", SearchOptions()).results == [] and not asked
     assert linked_vault.execute("SELECT count(*) FROM search_log").fetchone()[0] == 0
 
@@ -168,6 +167,6 @@ class BackwardsReranker:
 
 
 def test_reranking_never_pushes_an_exact_title_match_down(linked_vault):
-    engine = SearchEngine(linked_vault, load_settings(), reranker_provider=lambda: BackwardsReranker())
+    engine = SearchEngine(linked_vault, load_settings(), ModelsFromCallables(reranker=lambda: BackwardsReranker()))
     response = engine.search("Backofen", SearchOptions(mode="fts", log=False))
     assert paths(response)[0] == "Werkstatt.md" and "rerank" not in response.results[0].explain

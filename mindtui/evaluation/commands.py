@@ -9,7 +9,7 @@ from typing import Callable
 from mindtui.config import Settings
 from mindtui.evaluation import runs, workspace
 from mindtui.evaluation.workspace import EvalInputError
-from mindtui.jobs.runner import StepProgress
+from mindtui.progress import StepProgress
 from mindtui.search.engine import make_search_engine
 from mindtui.store import notes as note_store
 from mindtui.store import open_database
@@ -28,29 +28,28 @@ def default_systems(settings: Settings, with_graph: bool) -> list[str]:
 
 
 def _search_settings(settings: Settings) -> dict:
-    return {key: settings.get(f"search.{key}") for key in
+    return {key: getattr(settings.search, key) for key in
             ("fusion", "rrf_k", "rrf_weights", "convex_alpha", "convex_normalisation", "candidate_pool", "min_cosine",
              "graph_expansion", "graph_expansion_factor")}
 
 
 def eval_beir(settings: Settings, directory: Path, *, systems: list[str] | None, max_queries: int | None,
               split: str, scratch: Path | None, db_path: Path | None, progress: StepProgress,
-              message: Callable[[str], None]) -> dict:
+              message: Callable[[str], None], holder=None) -> dict:
     beir = workspace.load_beir(directory, split)
     vault, default_db = workspace.beir_workspace(settings, directory, scratch)
     db_path = db_path or default_db
     message(f"eval: {beir.name}: {len(beir.corpus):,} documents, {len(beir.queries):,} judged queries; "
             f"scratch index {db_path}")
     path_to_doc = workspace.write_beir_vault(beir, vault)
-    workspace.prepare_vault(settings, vault, db_path, progress, message)
+    workspace.prepare_vault(settings, vault, db_path, progress, message, holder=holder)
     # Recall@100 needs 100 candidates from each retriever, whatever the configured pool.
-    pool = max(int(settings.get("search.candidate_pool", 50)), 100)
-    settings = Settings({**settings.data, "search": {**(settings.get("search") or {}), "candidate_pool": pool}})
+    settings = settings.with_values({"search": {"candidate_pool": max(settings.search.candidate_pool, 100)}})
     query_ids = sorted(beir.queries)[:max_queries] if max_queries else sorted(beir.queries)
     queries = {q: beir.queries[q] for q in query_ids}
     qrels = {q: beir.qrels[q] for q in query_ids}
     result = _run(settings, db_path, systems or default_systems(settings, with_graph=False), queries, qrels,
-                  BEIR_METRICS, 100, progress, translate=path_to_doc)
+                  BEIR_METRICS, 100, progress, translate=path_to_doc, holder=holder)
     return {"kind": "beir", "source": str(directory), "documents": len(beir.corpus), "queries": len(queries),
             "search": _search_settings(settings), **result}
 
@@ -77,9 +76,10 @@ def load_golden(path: Path) -> list[dict]:
 
 def eval_golden(settings: Settings, golden_path: Path, vault: Path, *, systems: list[str] | None,
                 scratch: Path | None, db_path: Path | None, progress: StepProgress,
-                message: Callable[[str], None]) -> dict:
+                message: Callable[[str], None], holder=None) -> dict:
     golden = load_golden(golden_path)
-    db_path, indexed = _prepared(settings, vault, scratch, db_path, progress, message, note_store.indexed_paths)
+    db_path, indexed = _prepared(settings, vault, scratch, db_path, progress, message, note_store.indexed_paths,
+                                 holder)
     missing = sorted({p for item in golden for p in item["relevant_paths"] + item.get("partial_paths", [])
                       if p not in indexed})
     if missing:
@@ -90,30 +90,31 @@ def eval_golden(settings: Settings, golden_path: Path, vault: Path, *, systems: 
                           **{p: 1.0 for p in item["relevant_paths"]}} for item in golden}
     categories = {item["id"]: item.get("category") or GOLDEN_CATEGORY for item in golden}
     result = _run(settings, db_path, systems or default_systems(settings, with_graph=True), queries, qrels,
-                  GOLDEN_METRICS, 10, progress, categories=categories)
+                  GOLDEN_METRICS, 10, progress, categories=categories, holder=holder)
     return {"kind": "golden", "source": str(golden_path), "vault": str(vault), "queries": len(queries),
             "search": _search_settings(settings), **result}
 
 
 def eval_links(settings: Settings, vault: Path, *, systems: list[str] | None, sample: int | None,
                scratch: Path | None, db_path: Path | None, progress: StepProgress,
-               message: Callable[[str], None]) -> dict:
-    db_path, links = _prepared(settings, vault, scratch, db_path, progress, message, note_store.resolved_link_paths)
+               message: Callable[[str], None], holder=None) -> dict:
+    db_path, links = _prepared(settings, vault, scratch, db_path, progress, message, note_store.resolved_link_paths,
+                               holder)
     queries, qrels, exclude = runs.linked_pair_queries(vault, links, sample)
     if not queries:
         raise EvalInputError(f"{vault}: no note links to another indexed note; nothing to test")
     # Graph expansion is left out by default: it would reward a note's own links, which is what the test hides.
     result = _run(settings, db_path, systems or default_systems(settings, with_graph=False), queries, qrels,
-                  LINKED_METRICS, 10, progress, exclude=exclude)
+                  LINKED_METRICS, 10, progress, exclude=exclude, holder=holder)
     return {"kind": "links", "vault": str(vault), "queries": len(queries), "search": _search_settings(settings),
             **result}
 
 
 def _prepared(settings: Settings, vault: Path, scratch: Path | None, db_path: Path | None,
-              progress: StepProgress, message: Callable[[str], None], read: Callable):
+              progress: StepProgress, message: Callable[[str], None], read: Callable, holder=None):
     """Index and embed the vault into its scratch database; return the path and what `read` finds there."""
     db_path = db_path or workspace.vault_db_path(settings, vault, scratch)
-    workspace.prepare_vault(settings, vault, db_path, progress, message)
+    workspace.prepare_vault(settings, vault, db_path, progress, message, holder=holder)
     conn = open_database(db_path, readonly=True)
     try:
         return db_path, read(conn)
@@ -129,11 +130,11 @@ def check_systems(systems: list[str] | None) -> None:
 
 def _run(settings: Settings, db_path: Path, systems: list[str], queries: dict, qrels: dict, metrics: list[str],
          limit: int, progress: StepProgress, *, translate: dict[str, str] | None = None,
-         exclude: dict | None = None, categories: dict | None = None) -> dict:
+         exclude: dict | None = None, categories: dict | None = None, holder=None) -> dict:
     check_systems(systems)
     conn = open_database(db_path, readonly=True)
     try:
-        engine = make_search_engine(conn, settings)
+        engine = make_search_engine(conn, settings, holder=holder)
         if translate is not None:  # BEIR: note paths back to document ids
             qrels = {q: dict(j) for q, j in qrels.items()}
             engine = _TranslatingEngine(engine, translate)

@@ -2,7 +2,9 @@
 
 Evaluation never touches the user's database. Each source gets its own scratch database under
 `<data dir>/eval/`, keyed by the source's absolute path, so a rerun only imports and embeds
-what changed (usually nothing) and starts measuring at once.
+what changed (usually nothing) and starts measuring at once. A scratch database carries a
+marker in `meta`; evaluation refuses any existing database without it (another mindtui
+database given by mistake would otherwise be rewritten with the evaluation's notes).
 """
 
 from __future__ import annotations
@@ -15,11 +17,47 @@ from pathlib import Path
 from typing import Callable
 
 from mindtui.config import Settings
-from mindtui.jobs.runner import StepError, StepProgress, run_job
+from mindtui.errors import InputError
+from mindtui.jobs.runner import StepError, run_job
+from mindtui.progress import StepProgress
+from mindtui.store import open_database
+from mindtui.store.meta import get_meta, set_meta
+
+SCRATCH_KEY = "scratch"
 
 
-class EvalInputError(Exception):
+class EvalInputError(InputError):
     """An evaluation input that cannot be used; the message says which file and why."""
+
+
+def claim_scratch(settings: Settings, db_path: Path, purpose: str) -> None:
+    """Make sure `db_path` may be (re)written by evaluation: new, or marked as a scratch index."""
+    if db_path.resolve() == settings.db_path.resolve():
+        raise EvalInputError(f"{db_path} is your database; evaluation imports other notes into its scratch "
+                             "index and must not touch it")
+    if db_path.exists() and db_path.stat().st_size > 0:
+        conn = open_database(db_path, migrate=False, readonly=True)
+        try:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
+            marker = get_meta(conn, SCRATCH_KEY) if "meta" in tables else None
+        finally:
+            conn.close()
+        if marker is None:
+            raise EvalInputError(f"{db_path} is a mindtui database but not a scratch index (it has no scratch "
+                                 "marker): evaluation would rewrite it with other notes. Name a new file")
+        return
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    mark_scratch(db_path, purpose)
+
+
+def mark_scratch(db_path: Path, purpose: str) -> None:
+    """Mark a database as a scratch index that evaluation may rewrite."""
+    conn = open_database(db_path)
+    try:
+        with conn:
+            set_meta(conn, SCRATCH_KEY, purpose)
+    finally:
+        conn.close()
 
 
 def scratch_dir(settings: Settings, override: Path | None = None) -> Path:
@@ -33,11 +71,13 @@ def _slug(path: Path) -> str:
 
 
 def prepare_vault(settings: Settings, vault: Path, db_path: Path, progress: StepProgress | None = None,
-                  message: Callable[[str], None] | None = None, embed: bool = True) -> dict:
+                  message: Callable[[str], None] | None = None, embed: bool = True, holder=None) -> dict:
     """Import (incrementally) and embed a vault into a scratch database; returns the step reports."""
-    db_path.parent.mkdir(parents=True, exist_ok=True)
+    claim_scratch(settings, db_path, f"eval of {vault.resolve()}")
     steps = ["import", "embed"] if embed else ["import"]
-    result = run_job("eval", settings, db_path=db_path, vault=vault, steps=steps, progress=progress, message=message)
+    # A scratch index follows its source wholesale: the mass-delete guard protects real vaults only.
+    result = run_job("eval", settings, db_path=db_path, vault=vault, steps=steps, progress=progress, message=message,
+                     allow_mass_delete=True, models=holder)
     failed = [s for s in result.steps if s.status != "ok"]
     if failed:
         raise StepError(f"preparing {vault} failed in step {failed[0].step}: {failed[0].error}")

@@ -47,15 +47,9 @@ def outside_id(path: str) -> str:
 
 
 def columns_from(settings: Settings) -> LogColumns:
-    def names(key: str, default: tuple[str, ...]) -> tuple[str, ...]:
-        value = settings.get(f"graph.{key}")
-        if value is None:
-            return default
-        return (value,) if isinstance(value, str) else tuple(str(v) for v in value)  # [] turns a column off
-
-    base = LogColumns()
-    return LogColumns(names("session_columns", base.session), names("date_columns", base.date),
-                      names("notes_columns", base.notes))
+    """The header names of each column ([] turns a column off)."""
+    graph = settings.graph
+    return LogColumns(graph.session_columns, graph.date_columns, graph.notes_columns)
 
 
 def _confidence(sessions: int) -> float:
@@ -65,13 +59,12 @@ def _confidence(sessions: int) -> float:
 
 def build_change_graph(conn: apsw.Connection, vault: Path, settings: Settings) -> ChangeGraphReport:
     report = ChangeGraphReport()
-    configured = settings.get("graph.work_logs") or []
-    patterns = [configured] if isinstance(configured, str) else [str(p) for p in configured]
-    limit = int(settings.get("graph.max_notes_per_session", 10))
+    patterns = settings.graph.work_logs
+    limit = settings.graph.max_notes_per_session
     columns = columns_from(settings)
 
     scan = scan_vault(vault, exclude=[], max_file_bytes=10**12,
-                      follow_symlinks=bool(settings.get("import.follow_symlinks", True)))
+                      follow_external_symlinks=settings.import_.follow_external_symlinks)
     names = NameIndex()
     on_disk = {file.path for file in scan.files}
     # Notes deleted or moved since the last import would resolve to stale ids: only what is on disk counts.

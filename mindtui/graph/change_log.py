@@ -19,11 +19,11 @@ _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
 @dataclass(frozen=True)
 class LogColumns:
-    """Accepted header names (compared case- and markup-insensitively)."""
+    """Accepted header names (compared case- and markup-insensitively); from `graph.*_columns`."""
 
-    session: tuple[str, ...] = ("Sitzung", "Session")
-    date: tuple[str, ...] = ("Datum", "Date")
-    notes: tuple[str, ...] = ("Notizen", "Notes")
+    session: tuple[str, ...]
+    date: tuple[str, ...]
+    notes: tuple[str, ...]
 
 
 @dataclass

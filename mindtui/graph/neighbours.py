@@ -12,19 +12,18 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from mindtui.config import ConfigError, Settings
+from mindtui.config import Settings
+from mindtui.errors import NoteNotFound
 from mindtui.graph.change_graph import OUTSIDE_PREFIX
 from mindtui.graph.suggest import best_cosine, cascade, fuse, shared_link_scores, similar_notes
-from mindtui.search.query import exact_key
+from mindtui.text.names import exact_key
 from mindtui.store import graph_store
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
 
-SUGGESTION_MODES = ("links>vector", "vector+links", "links", "vector")
 GROUPS = ("links_out", "backlinks", "relations", "type_defaults", "change", "search", "suggestions")
 
 
-class NoteLookupError(Exception):
-    """NOTE names no note, or several; the message lists candidates."""
+NoteLookupError = NoteNotFound  # the name the graph code has always used
 
 
 @dataclass
@@ -103,7 +102,7 @@ def neighbours(conn: apsw.Connection, settings: Settings, note: graph_store.Note
         result[group].append(Neighbour(note_id, path, title, edge.kind, edge.provenance, edge.confidence,
                                        edge.weight, edge.evidence, extra))
 
-    confirmed_at = max(1, int(settings.get("graph.search_confirmed_weight", 2)))
+    confirmed_at = settings.graph.search_confirmed_weight
     queries_with: dict[str, list[str]] = {}
     for query, results in (graph_store.recent_searches_with(conn, note.note_id) if pairs else []):
         for other in results:
@@ -151,11 +150,9 @@ def suggestions(conn: apsw.Connection, settings: Settings, note: graph_store.Not
     Below `graph.suggest_min_cosine` similarity alone suggests nothing.
     """
     model_id = get_meta(conn, EMBEDDING_MODEL_KEY)
-    count = int(settings.get("graph.suggestions", 10))
-    floor = float(settings.get("graph.suggest_min_cosine", 0.80))
-    mode = str(settings.get("graph.suggest_with", "links>vector"))
-    if mode not in SUGGESTION_MODES:
-        raise ConfigError(f"graph.suggest_with: {mode!r} is not one of {', '.join(SUGGESTION_MODES)}")
+    count = settings.graph.suggestions
+    floor = settings.graph.suggest_min_cosine
+    mode = settings.graph.suggest_with
     similar = similar_notes(conn, note.note_id, model_id, k=count * 4 + 8) if model_id and "vector" in mode else {}
     shared = shared_link_scores(conn, note.note_id) if "links" in mode else {}
     close = {n: c for n, c in similar.items() if c >= floor}

@@ -12,7 +12,7 @@ SIGNALS = ("links", "relations", "type_defaults", "change", "search")
 
 
 def graph_stats(conn: apsw.Connection, settings: Settings, top: int = 5) -> dict:
-    confirmed = int(settings.get("graph.search_confirmed_weight", 2))
+    confirmed = settings.graph.search_confirmed_weight
     counts = graph_store.signal_counts(conn, confirmed)
     connected: dict[str, list[dict]] = {}
     for signal in SIGNALS:

@@ -10,9 +10,9 @@ import fcntl
 import os
 from pathlib import Path
 
+from mindtui.errors import JobLockedError
 
-class JobLockedError(Exception):
-    """Another mindtui job holds the lock for this database."""
+__all__ = ["JobLock", "JobLockedError"]
 
 
 class JobLock:
@@ -29,7 +29,8 @@ class JobLock:
             holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
             os.close(fd)
             raise JobLockedError(
-                f"another mindtui job is already running on this database (pid {holder}, lock {self.path})"
+                f"another mindtui job is already running on this database (pid {holder}, lock {self.path}); "
+                "try again when it has finished"
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)

@@ -1,11 +1,13 @@
 """Run a job: its named steps in order, one job_runs row each, under the database's job lock.
 
 A failing step is recorded with its error and the next steps still run (each step commits
-its own work, so earlier steps' data stays). The job succeeds only if every step did.
+its own work, so earlier steps' data stays). A cancelled step stops at a safe point, is
+recorded as cancelled, and the job stops there. The job succeeds only if every step did.
 """
 
 from __future__ import annotations
 
+import datetime
 import traceback
 import uuid
 from dataclasses import dataclass, field
@@ -15,12 +17,11 @@ from typing import Callable
 import apsw
 
 from mindtui.config import Settings
+from mindtui.errors import Cancelled, ConfigError, MindtuiError, OperationFailed
 from mindtui.jobs.lock import JobLock
-from mindtui.store import open_database
+from mindtui.progress import NEVER_CANCELLED, CancelToken, StepProgress
 from mindtui.store import jobs as job_store
-
-# (step, done, total, detail): how steps report progress to a front end.
-StepProgress = Callable[[str, int, int, str], None]
+from mindtui.store import open_database
 
 
 def _no_progress(step: str, done: int, total: int, detail: str) -> None:
@@ -31,8 +32,8 @@ def _no_message(text: str) -> None:
     return None
 
 
-class StepError(Exception):
-    """A step cannot run (bad input, missing configuration); the message is for the user."""
+class StepError(ConfigError):
+    """A job or step cannot run as asked (unknown name, no vault configured)."""
 
 
 @dataclass
@@ -44,9 +45,17 @@ class StepContext:
     step: str = ""
     progress: StepProgress = _no_progress
     message: Callable[[str], None] = _no_message  # a one-line notice for the user (stderr, TUI log)
+    cancel: CancelToken = NEVER_CANCELLED
+    allow_mass_delete: bool = False
+    models: object = None  # the process's ModelHolder (the embed step loads the embedder from it)
 
     def report_progress(self, done: int, total: int, detail: str = "") -> None:
         self.progress(self.step, done, total, detail)
+
+    def need_vault(self) -> Path:
+        if self.vault is None:
+            raise StepError("no vault given: pass --vault PATH or set `vault:` in the config")
+        return self.vault
 
 
 Step = Callable[[StepContext], dict]
@@ -56,49 +65,52 @@ def import_step(ctx: StepContext) -> dict:
     from mindtui.vault.importer import VaultImporter
     from mindtui.vault.types import load_type_registry
 
-    if ctx.vault is None:
-        raise StepError("no vault given: pass --vault PATH or set `vault:` in the config")
     importer = VaultImporter(
-        ctx.conn, ctx.vault, load_type_registry(ctx.settings.types_file),
-        exclude=list(ctx.settings.get("import.exclude", []) or []),
-        max_file_bytes=int(ctx.settings.get("import.max_file_bytes", 2_000_000)),
-        follow_symlinks=bool(ctx.settings.get("import.follow_symlinks", True)),
+        ctx.conn, ctx.need_vault(), load_type_registry(ctx.settings.types_file), ctx.settings,
         progress=lambda done, total, path: ctx.report_progress(done, total, path),
-    )
+        cancel=ctx.cancel, allow_mass_delete=ctx.allow_mass_delete)
     return importer.run().as_dict()
 
 
 def embed_step(ctx: StepContext) -> dict:
-    from mindtui.models.embedder import Embedder
-    from mindtui.models.files import ensure_embedding_model, threads
+    from mindtui.models.holder import shared_holder
     from mindtui.models.sweep import run_embed_sweep
 
-    model = ensure_embedding_model(ctx.settings, say=ctx.message)
-    embedder = Embedder(model.path, model.model_id, threads(ctx.settings))
+    holder = ctx.models or shared_holder()
+    holder.acquire()
     try:
-        report = run_embed_sweep(ctx.conn, embedder, batch_size=int(ctx.settings.get("models.embed_batch", 16)),
-                                 progress=lambda done, total, detail: ctx.report_progress(done, total, detail))
+        embedder = holder.embedder(ctx.settings, say=ctx.message)
+        report = run_embed_sweep(ctx.conn, embedder, batch_size=ctx.settings.models.embed_batch,
+                                 progress=lambda done, total, detail: ctx.report_progress(done, total, detail),
+                                 cancel=ctx.cancel)
     finally:
-        embedder.close()
+        holder.release()
     for notice in report.notices:
         ctx.message(notice)
     return report.as_dict()
 
 
+def _days_ago(days: int) -> str:
+    then = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=days)
+    return then.isoformat(timespec="seconds")
+
+
 def graph_step(ctx: StepContext) -> dict:
-    """Refresh the change graph from the work logs; drop search pairs of deleted notes."""
+    """Refresh the change graph from the work logs; drop search pairs of deleted notes and
+    searches older than retention.search_log_days (0 keeps them forever)."""
     from mindtui.graph.change_graph import build_change_graph
     from mindtui.store.graph_store import prune_search_pairs
+    from mindtui.store.search_store import prune_search_log
 
-    if ctx.vault is None:
-        raise StepError("no vault given: pass --vault PATH or set `vault:` in the config")
-    report = build_change_graph(ctx.conn, ctx.vault, ctx.settings).as_dict()
+    report = build_change_graph(ctx.conn, ctx.need_vault(), ctx.settings).as_dict()
     if not report["logs"]:
         ctx.message("graph: no work log matches graph.work_logs; the change graph is empty")
     for mass in report["mass_edits"]:
         ctx.message(f"graph: {mass['log']} session {mass['session']} names {mass['notes']} notes "
                     f"(> graph.max_notes_per_session): a mass edit, left out")
     report["search_pairs_pruned"] = prune_search_pairs(ctx.conn)
+    days = ctx.settings.retention.search_log_days
+    report["searches_forgotten"] = prune_search_log(ctx.conn, _days_ago(days)) if days else 0
     return report
 
 
@@ -110,7 +122,7 @@ JOBS: dict[str, list[str]] = {"nightly": ["import", "embed", "graph"], "index": 
 @dataclass
 class StepResult:
     step: str
-    status: str  # ok | failed
+    status: str  # ok | failed | cancelled
     report: dict
     error: str | None
     run_id: int
@@ -126,6 +138,10 @@ class JobResult:
     def ok(self) -> bool:
         return all(s.status == "ok" for s in self.steps)
 
+    @property
+    def cancelled(self) -> bool:
+        return any(s.status == "cancelled" for s in self.steps)
+
     def as_dict(self) -> dict:
         return {
             "job": self.job, "batch_id": self.batch_id, "ok": self.ok,
@@ -133,39 +149,63 @@ class JobResult:
         }
 
 
-def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
-            steps: list[str] | None = None, step_table: dict[str, Step] | None = None,
-            progress: StepProgress | None = None, message: Callable[[str], None] | None = None) -> JobResult:
-    """Raises JobLockedError when another job holds the lock, DatabaseError when the store is unusable."""
-    table = STEPS if step_table is None else step_table
+def check_job(job: str, steps: list[str] | None, table: dict[str, Step] | None = None) -> list[str]:
+    """The steps to run; StepError for an unknown job or step."""
+    table = STEPS if table is None else table
     names = list(steps) if steps is not None else JOBS.get(job)
     if names is None:
         raise StepError(f"unknown job {job!r}; known jobs: {', '.join(sorted(JOBS))}")
     unknown = [n for n in names if n not in table]
     if unknown:
         raise StepError(f"unknown step(s) {', '.join(unknown)}; known steps: {', '.join(table)}")
+    return names
 
+
+def _report_of(exc: BaseException) -> dict:
+    report = getattr(exc, "report", None)
+    if report is None:
+        return {}
+    return report.as_dict() if hasattr(report, "as_dict") else dict(report)
+
+
+def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
+            steps: list[str] | None = None, step_table: dict[str, Step] | None = None,
+            progress: StepProgress | None = None, message: Callable[[str], None] | None = None,
+            cancel: CancelToken | None = None, allow_mass_delete: bool = False, models=None) -> JobResult:
+    """Raises JobLockedError when another job holds the lock, DatabaseError when the store is unusable."""
+    table = STEPS if step_table is None else step_table
+    names = check_job(job, steps, table)
+    cancel = cancel or NEVER_CANCELLED
     result = JobResult(job, uuid.uuid4().hex[:12])
     with JobLock(db_path):
-        conn = open_database(db_path, busy_timeout_ms=int(settings.get("database.busy_timeout_ms", 5000)))
+        conn = open_database(db_path, busy_timeout_ms=settings.database.busy_timeout_ms)
         try:
             job_store.mark_interrupted(conn)
+            if settings.retention.job_runs_days:
+                job_store.prune_runs(conn, _days_ago(settings.retention.job_runs_days))
             for name in names:
+                if cancel.cancelled:
+                    break
                 ctx = StepContext(conn, settings, db_path, vault, name, progress or _no_progress,
-                                  message or _no_message)
+                                  message or _no_message, cancel, allow_mass_delete, models)
                 run_id = job_store.start_step(conn, result.batch_id, job, name)
+                status, report, error = "ok", {}, None
                 try:
                     report = table[name](ctx)
+                except Cancelled as exc:
+                    status, error = "cancelled", str(exc)
                 except Exception as exc:  # a failing step is recorded; the next steps still run
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    error = str(exc) if isinstance(exc, StepError) else f"{type(exc).__name__}: {exc}"
-                    detail = "" if isinstance(exc, StepError) else traceback.format_exc(limit=8)
-                    job_store.finish_step(conn, run_id, "failed", {"traceback": detail} if detail else {}, error)
-                    result.steps.append(StepResult(name, "failed", {}, error, run_id))
-                    continue
-                job_store.finish_step(conn, run_id, "ok", report)
-                result.steps.append(StepResult(name, "ok", report, None, run_id))
+                    status = "failed"
+                    error = str(exc) if isinstance(exc, MindtuiError) else f"{type(exc).__name__}: {exc}"
+                    report = _report_of(exc)
+                    if not isinstance(exc, (MindtuiError, OperationFailed)):
+                        report["traceback"] = traceback.format_exc(limit=8)
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                job_store.finish_step(conn, run_id, status, report, error)
+                result.steps.append(StepResult(name, status, report, error, run_id))
+                if status == "cancelled":
+                    break
         finally:
             conn.close()
     return result

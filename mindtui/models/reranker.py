@@ -51,6 +51,10 @@ class Reranker:
         self._sep = sep if sep >= 0 else self._eos
         return llm
 
+    @property
+    def loaded(self) -> bool:
+        return self._llm is not None
+
     def _model(self):
         if self._llm is None:
             self._llm = self._load()

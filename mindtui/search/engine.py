@@ -13,15 +13,17 @@ from typing import Callable, NamedTuple
 
 import apsw
 
-from mindtui.config import ConfigError, Settings
-from mindtui.models.files import ModelUnavailableError
+from mindtui.audience import Audience
+from mindtui.config import Settings
+from mindtui.errors import ModelUnavailableError
 from mindtui.search import fusion
-from mindtui.search.query import exact_key, fts_expression, query_stems
+from mindtui.search.query import fts_expression, query_stems
 from mindtui.store import search_store as store
 from mindtui.store import vectors as vector_store
-from mindtui.store import fulltext
-from mindtui.store.fulltext import stem_all_languages
-from mindtui.store.notes import passage_text
+from mindtui.store.visibility import audience_of
+from mindtui.text import analysis
+from mindtui.text.analysis import stem_all_languages
+from mindtui.text.names import exact_key, passage_text
 
 MODES = ("hybrid", "fts", "vector")
 # How much an edge of each provenance lets a note lend in graph expansion (DESIGN.md: explicit 1.0, rule 0.8).
@@ -46,6 +48,9 @@ class SearchOptions:
     log: bool = True
     rerank: bool = True  # explicit searches only; automatic context lookups pass False
     expand: bool | None = None  # 1-hop graph expansion; None = the `search.graph_expansion` setting
+    # False: if the embedding model is not loaded yet, answer from full text now (with a notice)
+    # and let it load in the background (a TUI keystroke, an MCP call right after start).
+    wait_for_model: bool = True
 
     @property
     def filtered(self) -> bool:
@@ -103,39 +108,31 @@ def snippet(text: str, stems: list[set[str]]) -> str:
     return ("…" if start else "") + cut + ("…" if start + SNIPPET_CHARS < len(flat) else "")
 
 
-def _fusion_settings(settings: Settings) -> tuple[str, float, str]:
-    """(method, vector share, normalisation), checked once: a misspelt setting is a clear error at
-    start, not a silent fallback or a failing search."""
-    method = settings.get("search.fusion", "convex")
-    if method not in ("convex", "rrf"):
-        raise ConfigError(f"search.fusion is {method!r}; expected convex or rrf")
-    normalisation = settings.get("search.convex_normalisation", "zscore")
-    if normalisation not in fusion.NORMALISATIONS:
-        raise ConfigError(f"search.convex_normalisation is {normalisation!r}; expected "
-                          + " or ".join(fusion.NORMALISATIONS))
-    raw_alpha = settings.get("search.convex_alpha", 0.5)
-    try:
-        alpha = float(raw_alpha)
-    except (TypeError, ValueError):
-        alpha = -1.0
-    if not 0.0 <= alpha <= 1.0:
-        raise ConfigError(f"search.convex_alpha is {raw_alpha!r}; expected a number from 0 to 1 (the vector list's share)")
-    return method, alpha, normalisation
+class SearchModels:
+    """The models a search may use, from the process's model holder."""
+
+    def __init__(self, holder, settings: Settings, say: Callable[[str], None] | None = None) -> None:
+        self.holder, self.settings, self.say = holder, settings, say
+
+    def embedder(self, wait: bool):
+        """The embedder, or None when wait is False and it is still loading."""
+        return self.holder.embedder(self.settings, self.say, wait=wait)
+
+    def reranker(self):
+        return self.holder.reranker(self.settings)
 
 
 class SearchEngine:
-    def __init__(self, conn: apsw.Connection, settings: Settings,
-                 embedder_provider: Callable[[], object] | None = None,
-                 reranker_provider: Callable[[], object | None] | None = None) -> None:
+    """One per connection (it caches title keys per connection). The connection's audience
+    (see store.visibility) decides what the engine can see; the engine decides what it logs."""
+
+    def __init__(self, conn: apsw.Connection, settings: Settings, models: SearchModels | None = None) -> None:
         self.conn = conn
         self.settings = settings
-        self._embedder_provider = embedder_provider
-        self._reranker_provider = reranker_provider
+        self.options = settings.search
+        self.models = models
+        self.audience = audience_of(conn)
         self._title_cache: tuple[int, TitleKeys] | None = None
-        self._fusion = _fusion_settings(settings)
-
-    def _setting(self, key: str, default):
-        return type(default)(self.settings.get(f"search.{key}", default))
 
     # -- retrievers -----------------------------------------------------------------------
     def _fts(self, query: str, options: SearchOptions, pool: int) -> list[store.ChunkHit]:
@@ -146,11 +143,14 @@ class SearchEngine:
         return _best_per_note(hits)[:pool]
 
     def _vector(self, query: str, options: SearchOptions, pool: int, notices: list[str]) -> list[store.ChunkHit]:
-        if self._embedder_provider is None:
+        if self.models is None:
             notices.append("vector search unavailable: no embedding model configured; full-text results only")
             return []
         try:
-            embedder = self._embedder_provider()
+            embedder = self.models.embedder(wait=options.wait_for_model)
+            if embedder is None:
+                notices.append("the embedding model is loading; full-text results for now")
+                return []
             if not store.has_vectors(self.conn, embedder.model_id):
                 notices.append("no vectors yet (run `mindtui embed`); full-text results only")
                 return []
@@ -162,7 +162,7 @@ class SearchEngine:
             notices.append(f"vector search failed ({type(exc).__name__}: {exc}); full-text results only")
             return []
         hits = vector_store.knn(self.conn, vector, pool * (4 if options.filtered else 2))
-        min_cosine = self._setting("min_cosine", 0.22)
+        min_cosine = self.options.min_cosine
         similarities = {h.embedding_id: 1.0 - h.distance for h in hits if 1.0 - h.distance >= min_cosine}
         chunks = store.chunks_for_embeddings(self.conn, similarities, options.note_type, options.tag, options.path)
         return _best_per_note(chunks)[:pool]
@@ -173,11 +173,11 @@ class SearchEngine:
         if options.mode not in MODES:
             raise ValueError(f"unknown mode {options.mode!r}; use one of {', '.join(MODES)}")
         response = SearchResponse(options.mode)
-        pool = self._setting("candidate_pool", 50)
+        pool = self.options.candidate_pool
         lists: dict[str, list[store.ChunkHit]] = {}
         if options.mode in ("fts", "hybrid"):
             lists["fts"] = self._fts(query, options, pool)
-        if options.mode in ("vector", "hybrid") and fulltext.words(query):
+        if options.mode in ("vector", "hybrid") and analysis.words(query):
             # A query of no words ("???") has no meaning to compare: nothing the vectors return would be it.
             lists["vector"] = self._vector(query, options, pool, response.notices)
         if options.mode == "hybrid":
@@ -191,12 +191,12 @@ class SearchEngine:
                 entry[name] = {"rank": rank, SCORE_NAMES[name]: round(hit.score, 4)}
                 if hit.chunk_id is not None:
                     best_chunk.setdefault(hit.note_id, hit.chunk_id)
-        method, alpha, normalisation = self._fusion
+        method = self.options.fusion
         ranked = {name: [(h.note_id, h.score) for h in hits] for name, hits in lists.items()}
         if method == "convex":
-            fused = fusion.convex(ranked, alpha, normalisation)
+            fused = fusion.convex(ranked, self.options.convex_alpha, self.options.convex_normalisation)
         else:
-            fused = fusion.rrf(ranked, self._setting("rrf_k", 60), self.settings.get("search.rrf_weights") or {})
+            fused = fusion.rrf(ranked, self.options.rrf_k, self.options.rrf_weights)
 
         weights = store.retriever_weights(self.conn, list(fused))
         scores: dict[str, float] = {}
@@ -205,13 +205,13 @@ class SearchEngine:
             scores[note_id] = value * weight
             explain[note_id].update({"fusion": method, "fused": round(value, 6), "retriever_weight": weight,
                                      "weighted": round(value * weight, 6)})
-        expand = self._setting("graph_expansion", True) if options.expand is None else options.expand
+        expand = self.options.graph_expansion if options.expand is None else options.expand
         lent = self._expand(scores, options) if expand else {}
 
         # An exact title or alias match goes first, whatever the fusion said.
         protected = self._exact_matches(query, options)
         ranked_rest = sorted((n for n in scores if n not in protected), key=lambda n: (-scores[n], n))
-        head_size = max(options.limit, self._setting("rerank_top", 20) if options.rerank else 0)
+        head_size = max(options.limit, self.options.rerank_top if options.rerank else 0)
         # Facts (path, title) only for what can be shown or reranked; a few spare for notes deleted
         # since the title cache was read.
         head = list(protected) + ranked_rest[:head_size + 8]
@@ -250,8 +250,8 @@ class SearchEngine:
         (explicit edges weigh 1.0, type-default rules 0.8, change-graph edges their confidence);
         notes outside the filters are not added. Returns each gaining note's (gain, lender) pairs.
         """
-        lenders = sorted(scores, key=lambda n: (-scores[n], n))[:self._setting("graph_expansion_top", 10)]
-        factor = self._setting("graph_expansion_factor", 0.2)
+        lenders = sorted(scores, key=lambda n: (-scores[n], n))[:self.options.graph_expansion_top]
+        factor = self.options.graph_expansion_factor
         strength: dict[tuple[str, str], float] = {}
         for source, target, provenance, confidence in store.expansion_edges(self.conn, lenders):
             # A signal edge (edited together) weighs what its evidence is worth: 1 - 0.5^sessions.
@@ -280,7 +280,7 @@ class SearchEngine:
         "luhmann zettelkasten ablage" names two notes. One-word names need 5+ letters and must not
         be a stop word; a name shared by more than 3 notes says too little to count.
         """
-        words = fulltext.words(query)[:400]
+        words = analysis.words(query)[:400]
         if len(words) < 2:
             return []  # a one-word query is the exact-match case
         names = self._title_keys().by_words
@@ -288,7 +288,7 @@ class SearchEngine:
         for start in range(len(words)):
             for length in range(min(MAX_TITLE_WORDS, len(words) - start), 0, -1):
                 key = " ".join(words[start:start + length])
-                if length == 1 and (len(key) < 5 or fulltext.is_stop_word(key)):
+                if length == 1 and (len(key) < 5 or analysis.is_stop_word(key)):
                     continue
                 ids = names.get(key, ())
                 if 0 < len(ids) <= 3:
@@ -327,63 +327,57 @@ class SearchEngine:
                 for name in [title, *aliases]:
                     if exact_key(name):
                         exact.setdefault(exact_key(name), set()).add(note_id)
-                    name_words = fulltext.words(name)
+                    name_words = analysis.words(name)
                     if 0 < len(name_words) <= MAX_TITLE_WORDS:
                         by_words.setdefault(" ".join(name_words), set()).add(note_id)
             self._title_cache = (version, TitleKeys(exact, by_words))
         return self._title_cache[1]
 
     def _rerank(self, query, order, best_chunk, facts, explain, options, notices) -> list[str]:
-        if not options.rerank or self._reranker_provider is None or not order:
+        """The reranker reorders the head. A note with `ai_processing: none` is never shown to it:
+        it keeps its fused place and the others are reordered around it."""
+        if not options.rerank or self.models is None or not order:
             return order
         try:
-            reranker = self._reranker_provider()
+            reranker = self.models.reranker()
         except ModelUnavailableError as exc:
             notices.append(f"reranker unavailable ({exc}); fused order kept")
             return order
         if reranker is None:
             return order
-        head = order[:self._setting("rerank_top", 20)]
-        texts = store.chunk_texts(self.conn, [best_chunk[n] for n in head if best_chunk.get(n)])
-        passages = [passage_text(facts[n].title, *texts.get(best_chunk.get(n), ("", ""))) for n in head]
+        head = order[:self.options.rerank_top]
+        allowed = [n for n in head if facts[n].ai_processing]
+        if not allowed:
+            return order
+        texts = store.chunk_texts(self.conn, [best_chunk[n] for n in allowed if best_chunk.get(n)])
+        passages = [passage_text(facts[n].title, *texts.get(best_chunk.get(n), ("", ""))) for n in allowed]
         try:
             rerank_scores = reranker.score(query, passages)
         except Exception as exc:  # reranking is an improvement, never a requirement
             notices.append(f"reranker failed ({exc}); fused order kept")
             return order
-        ranked = sorted(zip(head, rerank_scores), key=lambda pair: -pair[1])
-        for rank, (note_id, value) in enumerate(ranked, start=1):
+        ranked = iter(n for n, _ in sorted(zip(allowed, rerank_scores), key=lambda pair: -pair[1]))
+        for rank, (note_id, value) in enumerate(sorted(zip(allowed, rerank_scores), key=lambda p: -p[1]), start=1):
             explain.setdefault(note_id, {})["rerank"] = {"rank": rank, "score": round(value, 4)}
-        return [n for n, _ in ranked] + order[len(head):]
+        slots = set(allowed)
+        return [next(ranked) if n in slots else n for n in head] + order[len(head):]
 
     def _log(self, query: str, mode: str, note_ids: list[str], notices: list[str]) -> None:
+        """The owner's searches teach search pairs; an agent's are kept apart (or not at all
+        with privacy.log_agent_queries: false) and teach nothing."""
+        owner = self.audience is Audience.OWNER
+        if not owner and not self.settings.privacy.log_agent_queries:
+            return
         try:
-            store.log_search(self.conn, query, mode, note_ids[:self._setting("log_top", 10)])
+            store.log_search(self.conn, query, mode, note_ids[:self.options.log_top], self.audience.value,
+                             learn_pairs=owner)
         except apsw.Error as exc:  # the search graph is a by-product: never fail the search for it
             notices.append(f"search not logged ({exc})")
 
 
-def make_search_engine(conn: apsw.Connection, settings: Settings,
-                       say: Callable[[str], None] | None = None) -> SearchEngine:
-    """The engine with the configured models, each loaded lazily and at most once."""
-    from mindtui.models.embedder import Embedder
-    from mindtui.models.files import ensure_embedding_model, reranker_path, threads
-    from mindtui.models.reranker import Reranker
+def make_search_engine(conn: apsw.Connection, settings: Settings, say: Callable[[str], None] | None = None,
+                       holder=None) -> SearchEngine:
+    """The engine with the configured models from the process's holder (loaded lazily, once)."""
+    from mindtui.models.holder import shared_holder
 
-    loaded: dict[str, object] = {}
-
-    def embedder():
-        if "embedder" not in loaded:
-            model = ensure_embedding_model(settings, say)
-            loaded["embedder"] = Embedder(model.path, model.model_id, threads(settings))
-        return loaded["embedder"]
-
-    def reranker():
-        path = reranker_path(settings)
-        if path is None:
-            return None
-        if "reranker" not in loaded:
-            loaded["reranker"] = Reranker(path, threads(settings, "models.reranker_threads"))
-        return loaded["reranker"]
-
-    return SearchEngine(conn, settings, embedder, reranker)
+    return SearchEngine(conn, settings, SearchModels(holder or shared_holder(), settings, say))

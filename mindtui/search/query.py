@@ -8,15 +8,15 @@ string. Quotes, `*`, `NEAR`, `-`, `:` or brackets in the input are just characte
 
 from __future__ import annotations
 
-from mindtui.store import fulltext
+from mindtui.text import analysis
 
 MAX_TERMS = 200
 
 
 def query_words(text: str) -> list[str]:
     """The words a query searches for: stop words dropped if others remain."""
-    words = fulltext.words(text)[:MAX_TERMS]
-    return [w for w in words if not fulltext.is_stop_word(w)] or words
+    words = analysis.words(text)[:MAX_TERMS]
+    return [w for w in words if not analysis.is_stop_word(w)] or words
 
 
 def query_stems(text: str) -> list[set[str]]:
@@ -25,7 +25,7 @@ def query_stems(text: str) -> list[set[str]]:
     groups: list[set[str]] = []
     seen: set[frozenset[str]] = set()
     for word in words:
-        stems = frozenset(fulltext.stem_all_languages(word))
+        stems = frozenset(analysis.stem_all_languages(word))
         if stems and stems not in seen:
             seen.add(stems)
             groups.append(set(stems))
@@ -43,7 +43,7 @@ def german_prefix(word: str) -> str | None:
     so the query also asks for the German stem without its nominal suffix as a prefix
     ("verknupf"*), which matches verknüpft, verknüpfen, Verknüpfung and compounds alike.
     """
-    stem = fulltext.stem_word(word, "de")
+    stem = analysis.stem_word(word, "de")
     for suffix in _GERMAN_DERIVATIONS:
         if stem.endswith(suffix) and len(stem) - len(suffix) >= MIN_PREFIX:
             stem = stem[: -len(suffix)]
@@ -55,17 +55,12 @@ def fts_expression(text: str) -> str | None:
     """An FTS5 MATCH expression (any word may match; BM25 ranks notes with more of them higher)."""
     terms: set[str] = set()
     for word in query_words(text):
-        stems = fulltext.stem_all_languages(word)
+        stems = analysis.stem_all_languages(word)
         prefix = german_prefix(word)
         if prefix:
             # The prefix replaces the German stem it covers: both at once would count the
             # word twice (measured -0.026 nDCG@10 on SciFact).
-            stems.discard(fulltext.stem_word(word, "de"))
+            stems.discard(analysis.stem_word(word, "de"))
             terms.add(f'"{prefix}"*')
         terms.update(f'"{stem}"' for stem in stems if stem)
     return " OR ".join(sorted(terms)) if terms else None
-
-
-def exact_key(text: str) -> str:
-    """How titles and aliases are compared with a query: case and spacing do not matter."""
-    return " ".join(text.casefold().split())

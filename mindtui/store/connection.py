@@ -1,6 +1,8 @@
-"""The one way to open the store: WAL, busy timeout, foreign keys, application_id, sqlite-vec.
+"""The one way to open the store: WAL, busy timeout, foreign keys, application_id, sqlite-vec,
+and the audience the connection reads as (see `visibility`).
 
-apsw connections are not shared between threads: each thread calls `open_database`.
+apsw connections are not shared between threads: each thread uses its own (`pool.ConnectionPool`
+hands them out).
 """
 
 from __future__ import annotations
@@ -10,13 +12,15 @@ from pathlib import Path
 import apsw
 import sqlite_vec
 
+from mindtui import errors
+from mindtui.audience import Audience
+
 # 'MNDT' as a 32-bit integer: lets us tell a mindtui store from any other SQLite file.
 APPLICATION_ID = 0x4D4E4454
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 
 
-class DatabaseError(Exception):
-    """The database cannot be used; the message says why and what to do."""
+DatabaseError = errors.DatabaseError
 
 
 class DatabaseTooNewError(DatabaseError):
@@ -46,8 +50,13 @@ def open_database(
     migrate: bool = True,
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     readonly: bool = False,
+    audience: Audience = Audience.OWNER,
 ) -> apsw.Connection:
-    """Open (and by default create and migrate) the mindtui store at `path`."""
+    """Open (and by default create and migrate) the mindtui store at `path`.
+
+    `audience` agent: the connection sees only what an agent may (TEMP views, see `visibility`).
+    Jobs and the owner read everything.
+    """
     path = Path(path)
     if readonly and not path.exists():
         raise DatabaseError(f"{path}: no such database (run `mindtui index VAULT --db {path}` first)")
@@ -79,6 +88,9 @@ def open_database(
         from mindtui.store.migrate import check_schema_version
 
         check_schema_version(conn, path)
+    from mindtui.store.visibility import restrict
+
+    restrict(conn, audience)
     return conn
 
 

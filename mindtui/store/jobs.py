@@ -35,8 +35,22 @@ def start_step(conn: apsw.Connection, batch_id: str, job: str, step: str) -> int
         return conn.last_insert_rowid()
 
 
+MAX_STORED_WARNINGS = 200
+
+
+def storable_report(report: dict | None) -> dict:
+    """A report as stored: at most MAX_STORED_WARNINGS warnings, plus how many there were."""
+    report = dict(report or {})
+    warnings = report.get("warnings")
+    if isinstance(warnings, list) and len(warnings) > MAX_STORED_WARNINGS:
+        report["warnings"] = warnings[:MAX_STORED_WARNINGS]
+        report["warnings_total"] = len(warnings)
+    return report
+
+
 def finish_step(conn: apsw.Connection, run_id: int, status: str, report: dict | None = None,
                 error: str | None = None) -> None:
+    report = storable_report(report)
     with conn:
         conn.execute(
             "UPDATE job_runs SET status = ?, ended_at = ?, report = ?, error = ? WHERE run_id = ?",
@@ -52,6 +66,13 @@ def mark_interrupted(conn: apsw.Connection) -> int:
             " error = coalesce(error, 'the process ended before the step finished') WHERE status = 'running'",
             (_now(),),
         )
+        return conn.changes()
+
+
+def prune_runs(conn: apsw.Connection, before: str) -> int:
+    """Forget finished job runs that started before `before` (ISO time)."""
+    with conn:
+        conn.execute("DELETE FROM job_runs WHERE started_at < ? AND status != 'running'", (before,))
         return conn.changes()
 
 

@@ -3,29 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Iterable
 
 import apsw
-
-
-# A title that is only an id (Zettelkasten timestamps like 202311291530, hashes, uuids) says
-# nothing about the text: it is shown and matched exactly, but not put into the embedded passage.
-_ID_LIKE = re.compile(r"(?=[^-_.]*\d)[0-9a-f]{8,}([-_.][0-9a-f]+)*", re.IGNORECASE)
-
-
-def is_id_like(title: str) -> bool:
-    return bool(_ID_LIKE.fullmatch(title.strip()))
-
-
-def passage_text(title: str, heading_path: str, text: str) -> str:
-    """What gets embedded for a chunk (context line, then body); chunks.content_hash covers it."""
-    title = "" if is_id_like(title) else title
-    context = " > ".join(part for part in (title, heading_path) if part)
-    if not context:
-        return text
-    return f"{context}\n{text}" if text else context
 
 
 @dataclass(frozen=True)
@@ -58,7 +39,8 @@ class NoteRecord:
     retriever_weight: float
     chunk_profile: str
     ai_processing: bool
-    private: bool
+    private: bool  # effective: private_declared or a folder in privacy.private_paths
+    private_declared: bool  # the note's own frontmatter says so
     word_count: int
     warnings: list[str]
     indexed_at: str
@@ -98,7 +80,7 @@ class LinkRecord:
     detail: str
 
     @property
-    def target_note_id(self) -> str:  # the graph.derive ResolvedReference protocol
+    def target_note_id(self) -> str:  # the vault.edges ResolvedReference protocol
         return self.resolved_note_id or ""
 
 
@@ -125,13 +107,13 @@ def insert_note(conn: apsw.Connection, note: NoteRecord) -> None:
     conn.execute(
         "INSERT INTO notes (note_id, path, title, type, declared_id, aliases, tags, frontmatter, lang,"
         " content_hash, size, mtime_ns, retriever_weight, chunk_profile, ai_processing, private,"
-        " word_count, warnings, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        " private_declared, word_count, warnings, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             note.note_id, note.path, note.title, note.type, note.declared_id,
             json.dumps(note.aliases, ensure_ascii=False), json.dumps(note.tags, ensure_ascii=False),
             json.dumps(note.frontmatter, ensure_ascii=False, sort_keys=True), note.lang,
             note.content_hash, note.size, note.mtime_ns, note.retriever_weight, note.chunk_profile,
-            int(note.ai_processing), int(note.private), note.word_count,
+            int(note.ai_processing), int(note.private), int(note.private_declared), note.word_count,
             json.dumps(note.warnings, ensure_ascii=False), note.indexed_at,
         ),
     )
@@ -245,3 +227,59 @@ def resolved_link_paths(conn: apsw.Connection, wikilinks_only: bool = False) -> 
             f" WHERE l.resolution = 'resolved' AND l.resolved_note_id != l.note_id{only}"):
         links.setdefault(source, set()).add(target)
     return links
+
+
+def note_bodies(conn: apsw.Connection, note_ids: list[str]) -> dict[str, str]:
+    """A note's indexed text (its chunks in order), for matching a renamed file to its old note."""
+    out: dict[str, list[str]] = {}
+    for start in range(0, len(note_ids), 500):
+        batch = note_ids[start:start + 500]
+        marks = ",".join("?" * len(batch))
+        for note_id, text in conn.execute(
+                f"SELECT note_id, text FROM chunks WHERE note_id IN ({marks}) ORDER BY note_id, seq", batch):
+            out.setdefault(note_id, []).append(text)
+    return {note_id: "\n\n".join(texts) for note_id, texts in out.items()}
+
+
+def privacy_rows(conn: apsw.Connection) -> list[tuple[str, str, bool, bool]]:
+    """(note_id, path, private_declared, private) of every note."""
+    return [(nid, path, bool(declared), bool(private)) for nid, path, declared, private in
+            conn.execute("SELECT note_id, path, private_declared, private FROM notes")]
+
+
+def set_private(conn: apsw.Connection, changes: list[tuple[bool, str]]) -> None:
+    """[(private, note_id)]: the effective flag after privacy.private_paths changed."""
+    conn.executemany("UPDATE notes SET private = ? WHERE note_id = ?", [(int(p), nid) for p, nid in changes])
+
+
+_NOTE_COLUMNS = ("note_id, path, title, type, declared_id, aliases, tags, frontmatter, lang, content_hash, size,"
+                 " mtime_ns, retriever_weight, chunk_profile, ai_processing, private, private_declared, word_count,"
+                 " warnings, indexed_at")
+
+
+def load_note(conn: apsw.Connection, note_id: str) -> NoteRecord | None:
+    row = conn.execute(f"SELECT {_NOTE_COLUMNS} FROM notes WHERE note_id = ?", (note_id,)).fetchone()
+    if row is None:
+        return None
+    (nid, path, title, type_, declared, aliases, tags, frontmatter, lang, content_hash, size, mtime_ns, weight,
+     profile, ai, private, private_declared, words, warnings, indexed_at) = row
+    return NoteRecord(nid, path, title, type_, declared, json.loads(aliases), json.loads(tags), json.loads(frontmatter),
+                      lang, content_hash, size, mtime_ns, weight, profile, bool(ai), bool(private),
+                      bool(private_declared), words, json.loads(warnings), indexed_at)
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    chunk_id: int
+    seq: int
+    heading_path: str
+    text: str
+    token_count: int
+    line_start: int
+    line_end: int
+
+
+def note_chunks(conn: apsw.Connection, note_id: str) -> list[StoredChunk]:
+    return [StoredChunk(*row) for row in conn.execute(
+        "SELECT chunk_id, seq, heading_path, text, token_count, line_start, line_end FROM chunks"
+        " WHERE note_id = ? ORDER BY seq", (note_id,))]

@@ -30,6 +30,7 @@ class NoteFacts:
     tags: list[str]
     retriever_weight: float
     private: bool
+    ai_processing: bool  # False: no model may read the note's text (the reranker included)
 
 
 def _filters(note_type: str | None, tag: str | None, path_prefix: str | None) -> tuple[str, list]:
@@ -93,9 +94,9 @@ def note_facts(conn: apsw.Connection, note_ids: list[str]) -> dict[str, NoteFact
         return {}
     marks = ",".join("?" * len(note_ids))
     rows = conn.execute(
-        "SELECT note_id, path, title, type, aliases, tags, retriever_weight, private FROM notes"
+        "SELECT note_id, path, title, type, aliases, tags, retriever_weight, private, ai_processing FROM notes"
         f" WHERE note_id IN ({marks})", note_ids)
-    return {r[0]: NoteFacts(r[0], r[1], r[2], r[3], json.loads(r[4]), json.loads(r[5]), r[6], bool(r[7]))
+    return {r[0]: NoteFacts(r[0], r[1], r[2], r[3], json.loads(r[4]), json.loads(r[5]), r[6], bool(r[7]), bool(r[8]))
             for r in rows}
 
 
@@ -135,20 +136,32 @@ def has_vectors(conn: apsw.Connection, model_id: str) -> bool:
     return conn.execute("SELECT 1 FROM embeddings WHERE model_id = ? LIMIT 1", (model_id,)).fetchone() is not None
 
 
-def log_search(conn: apsw.Connection, query: str, mode: str, note_ids: list[str]) -> int:
-    """Record a search and raise the weight of every unordered pair among its results."""
+def log_search(conn: apsw.Connection, query: str, mode: str, note_ids: list[str], audience: str,
+               learn_pairs: bool) -> int:
+    """Record a search; with learn_pairs, raise the weight of every unordered pair among its results.
+
+    Written to `main.` tables by name: an agent connection reads filtered views of them.
+    """
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     with conn:
-        conn.execute("INSERT INTO search_log (searched_at, query, mode, results) VALUES (?, ?, ?, ?)",
-                     (now, query, mode, json.dumps(note_ids)))
+        conn.execute("INSERT INTO main.search_log (searched_at, query, mode, results, audience) VALUES (?, ?, ?, ?, ?)",
+                     (now, query, mode, json.dumps(note_ids), audience))
         search_id = conn.last_insert_rowid()
-        pairs = {tuple(sorted(pair)) for pair in itertools.combinations(set(note_ids), 2)}
-        conn.executemany(
-            "INSERT INTO search_pairs (note_a, note_b, weight, last_seen) VALUES (?, ?, 1, ?)"
-            " ON CONFLICT(note_a, note_b) DO UPDATE SET weight = weight + 1, last_seen = excluded.last_seen",
-            [(a, b, now) for a, b in sorted(pairs)],
-        )
+        if learn_pairs:
+            pairs = {tuple(sorted(pair)) for pair in itertools.combinations(set(note_ids), 2)}
+            conn.executemany(
+                "INSERT INTO main.search_pairs (note_a, note_b, weight, last_seen) VALUES (?, ?, 1, ?)"
+                " ON CONFLICT(note_a, note_b) DO UPDATE SET weight = weight + 1, last_seen = excluded.last_seen",
+                [(a, b, now) for a, b in sorted(pairs)],
+            )
     return search_id
+
+
+def prune_search_log(conn: apsw.Connection, before: str) -> int:
+    """Forget logged searches older than `before` (ISO time); the pairs they taught stay."""
+    with conn:
+        conn.execute("DELETE FROM main.search_log WHERE searched_at < ?", (before,))
+        return conn.changes()
 
 
 def expansion_edges(conn: apsw.Connection, note_ids: list[str]) -> list[tuple[str, str, str, float]]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mindtui.store.notes import passage_text
+from mindtui.text.names import passage_text
 from mindtui.vault.markdown import Heading, ParsedNote
-from mindtui.vault.tokens import estimate_tokens
+from mindtui.text.tokens import estimate_tokens
 from mindtui.vault.types import HARD_TOKEN_LIMIT, ChunkProfile
 
 # Room for the embedder's "passage: " prefix and rounding.

@@ -1,112 +1,96 @@
 """Import a vault into the store: incremental, idempotent and crash-safe.
 
-Order of work (each numbered write is its own transaction, so a kill at any point leaves a
-consistent database and the next run finishes the job):
+Order of work:
   scan -> decide what changed (size+mtime, then content hash) -> parse changed files ->
-  settle note ids -> build the final name index -> (1) delete vanished notes ->
+  keep notes under folders that could not be read -> match renames -> check the mass-delete
+  guard -> settle note ids -> build the final name index -> (1) delete vanished notes ->
   (2) rewrite each changed note -> (3) re-resolve references of unchanged notes whose targets
-  changed -> (4) record the parser fingerprint.
-The final name index is known before anything is written, so a note's links resolve the
-same whether its targets were written before or after it.
+  changed -> (4) privacy flags, then the parser fingerprint.
+Each note's rows are replaced as one unit; units are grouped into short transactions
+(`store.batch`), so a kill at any point leaves a consistent database and the next run ends
+where one clean run would. The final name index is known before anything is written, so a
+note's links resolve the same whether its targets were written before or after it.
+
+A renamed note keeps its note_id (see `renames`), as does a changed note at the same path;
+what only the database holds hangs on that id.
 """
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import apsw
 
-from mindtui.graph.derive import reference_edges, structure_edges
+from mindtui.config import Settings
+from mindtui.errors import MassDeleteRefused
+from mindtui.progress import NEVER_CANCELLED, CancelToken, Progress, no_progress
 from mindtui.store import edges as edge_store
-from mindtui.store import fulltext
 from mindtui.store import notes as note_store
+from mindtui.store.batch import write_batches
+from mindtui.store.identity import move_note_data
 from mindtui.store.meta import get_meta, set_meta
+from mindtui.text import analysis
+from mindtui.vault.edges import reference_edges, structure_edges
 from mindtui.vault.markdown import NotMarkdownError
 from mindtui.vault.note_builder import (
-    PARSER_VERSION, NoteRows, ParsedFile, build_rows, parse_file, path_note_id, resolve_links, sha256_hex,
+    PARSER_VERSION, ParsedFile, build_rows, parse_file, path_note_id, resolve_links, sha256_hex,
 )
+from mindtui.vault.renames import match_renames
+from mindtui.vault.report import ImportReport
 from mindtui.vault.resolve import NameIndex
-from mindtui.vault.scan import ImportWarning, VaultFile, scan_vault
+from mindtui.vault.scan import ImportWarning, VaultFile, excluded_by, scan_vault, under_any
 from mindtui.vault.types import TypeRegistry
 
-Progress = Callable[[int, int, str], None]  # (done, total, current path)
 FINGERPRINT_KEY = "import_fingerprint"
+PRIVACY_KEY = "privacy_paths"
+VAULT_KEY = "vault_root"
 
-
-@dataclass
-class ImportReport:
-    notes_total: int = 0
-    notes_added: int = 0
-    notes_changed: int = 0
-    notes_deleted: int = 0
-    notes_unchanged: int = 0
-    notes_renamed: int = 0
-    notes_relinked: int = 0  # unchanged notes whose links now resolve differently
-    chunks_total: int = 0
-    explicit_total: int = 0
-    wikilink_total: int = 0
-    inline_total: int = 0
-    callout_total: int = 0
-    frontmatter_total: int = 0
-    defaults_total: int = 0
-    structure_total: int = 0
-    unresolved_total: int = 0
-    missing_total: int = 0
-    ambiguous_total: int = 0
-    out_of_corpus_total: int = 0
-    attachment_links_total: int = 0
-    files_skipped: int = 0
-    seconds: float = 0.0
-    warnings: list[ImportWarning] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        data = {k: v for k, v in self.__dict__.items() if k != "warnings"}
-        data["seconds"] = round(self.seconds, 3)
-        data["warnings"] = [w.as_dict() for w in self.warnings]
-        return data
+__all__ = ["VaultImporter", "ImportReport", "FINGERPRINT_KEY", "VAULT_KEY"]
 
 
 def import_fingerprint(registry: TypeRegistry) -> str:
-    return f"parser={PARSER_VERSION};analyzer={fulltext.ANALYZER_VERSION};types={registry.fingerprint}"
+    return f"parser={PARSER_VERSION};analyzer={analysis.ANALYZER_VERSION};types={registry.fingerprint}"
 
 
 class VaultImporter:
-    def __init__(self, conn: apsw.Connection, vault: Path, registry: TypeRegistry, *,
-                 exclude: list[str] | None = None, max_file_bytes: int = 2_000_000,
-                 follow_symlinks: bool = True, progress: Progress | None = None) -> None:
+    def __init__(self, conn: apsw.Connection, vault: Path, registry: TypeRegistry, settings: Settings, *,
+                 progress: Progress | None = None, cancel: CancelToken | None = None,
+                 allow_mass_delete: bool = False) -> None:
         self.conn = conn
         self.vault = Path(vault)
         self.registry = registry
-        self.exclude = list(exclude or [])
-        self.max_file_bytes = max_file_bytes
-        self.follow_symlinks = follow_symlinks
-        self.progress = progress or (lambda done, total, path: None)
+        self.options = settings.import_
+        self.private_paths = settings.privacy.private_paths
+        self.progress = progress or no_progress
+        self.cancel = cancel or NEVER_CANCELLED
+        self.allow_mass_delete = allow_mass_delete
         self.report = ImportReport()
+
+    def _warn(self, path: str, reason: str) -> None:
+        self.report.warnings.append(ImportWarning(path, reason))
 
     # -- deciding what changed -------------------------------------------------------------
     def _read(self, file: VaultFile) -> bytes | None:
         try:
             return file.abs_path.read_bytes()
         except OSError as exc:
-            self.report.warnings.append(ImportWarning(file.path, f"cannot read: {exc.strerror or exc}"))
+            self._warn(file.path, f"cannot read: {exc.strerror or exc}")
             return None
 
     def _parse(self, file: VaultFile, data: bytes, out_of_corpus: dict[str, str]) -> ParsedFile | None:
         try:
             return parse_file(file.path, data, file.size, file.mtime_ns, self.registry)
         except NotMarkdownError as exc:
-            self.report.warnings.append(ImportWarning(file.path, str(exc)))
+            self._warn(file.path, str(exc))
             out_of_corpus[file.path] = "binary file"
             return None
 
     def run(self) -> ImportReport:
         started = time.monotonic()
-        scan = scan_vault(self.vault, exclude=self.exclude, max_file_bytes=self.max_file_bytes,
-                          follow_symlinks=self.follow_symlinks)
+        scan = scan_vault(self.vault, exclude=self.options.exclude, max_file_bytes=self.options.max_file_bytes,
+                          follow_external_symlinks=self.options.follow_external_symlinks)
         self.report.warnings.extend(scan.warnings)
         states = note_store.load_note_states(self.conn)
         fingerprint = import_fingerprint(self.registry)
@@ -137,50 +121,102 @@ class VaultImporter:
                 parsed[file.path] = item
         self.report.files_skipped = len(scan.out_of_corpus) + len(unreadable)
 
-        ids = self._settle_ids(parsed, unchanged, files, scan.out_of_corpus)
-        names = self._name_index(parsed, unchanged, ids, scan.out_of_corpus, scan.attachments)
+        # A folder that could not be listed (or an unmounted link target) keeps its notes.
+        kept = {p: s for p, s in states.items() if p not in files and under_any(p, scan.unlisted)}
+        if kept:
+            self._warn(", ".join(sorted(scan.unlisted))[:200],
+                       f"{len(kept)} indexed note(s) there kept as they were (their folder cannot be read now)")
+        present = set(parsed) | set(unchanged) | set(kept)
+        vanished = [s for p, s in sorted(states.items()) if p not in present]
+        renames = self._renames(parsed, states, vanished)
+        sources = {id(state) for state in renames.values()}
+        vanished = [s for s in vanished if id(s) not in sources]
+        refused = self._mass_delete_check(vanished, len(states), len(files))
+        if refused:
+            kept.update({s.path: s for s in vanished})
+            vanished = []
 
-        present = set(parsed) | set(unchanged)
-        vanished = [s for p, s in states.items() if p not in present]
-        self._count_changes(parsed, states, vanished)
-        for state in vanished:
-            with self.conn:
+        ids = self._settle_ids(parsed, {**unchanged, **kept}, renames, states, files, scan.out_of_corpus)
+        names = self._name_index(parsed, {**unchanged, **kept}, ids, scan.out_of_corpus, scan.attachments)
+        self._count_changes(parsed, states, vanished, renames)
+        final_ids = set(ids.values())
+
+        with write_batches(self.conn, on_commit=self.cancel.check) as batches:
+            for state in vanished:
+                batches.ensure_open()
                 note_store.delete_note(self.conn, state.note_id)
-        if touched:
-            with self.conn:
+                batches.item_done()
+            if touched:
+                batches.ensure_open()
                 for state, file in touched:
                     note_store.touch_note(self.conn, state.note_id, file.size, file.mtime_ns)
-
-        total = len(parsed)
-        for done, path in enumerate(sorted(parsed), start=1):
-            self.progress(done, total, path)
-            self._write_note(parsed[path], ids[path], names)
+                batches.item_done()
+            total = len(parsed)
+            for done, path in enumerate(sorted(parsed), start=1):
+                batches.ensure_open()
+                previous = states.get(path) or renames.get(path)
+                if previous is not None and previous.note_id in final_ids and previous.note_id != ids[path]:
+                    previous = None  # its old id belongs to another note now: nothing to move
+                self._write_note(parsed[path], ids[path], names, previous)
+                batches.item_done()
+                self.progress(done, total, path)
         self._relink(names, skip={ids[p] for p in parsed})
         with self.conn:
+            self._apply_private_paths()
             set_meta(self.conn, FINGERPRINT_KEY, fingerprint)
+            set_meta(self.conn, VAULT_KEY, str(self.vault.resolve()))
 
         self._totals()
         self.report.seconds = time.monotonic() - started
+        if refused:
+            raise MassDeleteRefused(refused, self.report)
         return self.report
 
-    def _count_changes(self, parsed: dict[str, ParsedFile], states: dict, vanished: list) -> None:
+    def _renames(self, parsed: dict[str, ParsedFile], states: dict, vanished: list) -> dict:
+        added = {p: (item.content_hash, item.declared_id, "\n".join(item.parsed.lines))
+                 for p, item in parsed.items() if p not in states}
+        if not added or not vanished:
+            return {}
+        old_texts = note_store.note_bodies(self.conn, [v.note_id for v in vanished])
+        renames, notices = match_renames(added, vanished, old_texts, self.options.rename_min_overlap)
+        for notice in notices:
+            self._warn(".", notice)
+        return renames
+
+    def _mass_delete_check(self, vanished: list, indexed: int, on_disk: int) -> str | None:
+        """The reason deletions are refused, or None. An empty vault (nothing on disk) is never
+        taken as the truth; otherwise more than max_delete_fraction of the notes (and at least
+        mass_delete_min) is refused unless allowed."""
+        if not vanished or self.allow_mass_delete:
+            return None
+        fraction = len(vanished) / max(indexed, 1)
+        if on_disk == 0:
+            why = "the vault folder holds no notes now (an unmounted disk?)"
+        elif fraction > self.options.max_delete_fraction and len(vanished) >= self.options.mass_delete_min:
+            why = (f"that is {fraction:.0%} of the notes, more than import.max_delete_fraction "
+                   f"{self.options.max_delete_fraction:.0%}")
+        else:
+            return None
+        example = ", ".join(s.path for s in vanished[:3])
+        return (f"refusing to delete {len(vanished)} of {indexed} notes ({example}{', ...' if len(vanished) > 3 else ''}):"
+                f" {why}. Nothing was deleted; other changes were imported. If the notes are really gone, run"
+                " the import again with --allow-mass-delete")
+
+    def _count_changes(self, parsed: dict[str, ParsedFile], states: dict, vanished: list, renames: dict) -> None:
         added = [p for p in parsed if p not in states]
-        self.report.notes_added = len(added)
+        self.report.notes_added = len(added) - len(renames)
+        self.report.notes_renamed = len(renames)
         self.report.notes_changed = len(parsed) - len(added)
         self.report.notes_deleted = len(vanished)
-        self.report.notes_unchanged = sum(1 for p in states if p not in parsed) - len(vanished)
-        gone_ids = {s.declared_id for s in vanished if s.declared_id}
-        gone_hashes = {s.content_hash for s in vanished}
-        self.report.notes_renamed = sum(
-            1 for p in added if (parsed[p].declared_id and parsed[p].declared_id in gone_ids)
-            or parsed[p].content_hash in gone_hashes
-        )
+        self.report.notes_unchanged = sum(1 for p in states if p not in parsed) - len(vanished) - len(renames)
 
     # -- note ids --------------------------------------------------------------------------
     def _settle_ids(self, parsed: dict[str, ParsedFile], unchanged: dict[str, note_store.NoteState],
-                    files: dict[str, VaultFile], out_of_corpus: dict[str, str]) -> dict[str, str]:
-        """A frontmatter id belongs to the first path (in sort order) that declares it; others
-        fall back to a path id with a warning. Same answer for a clean and an incremental run."""
+                    renames: dict, states: dict, files: dict[str, VaultFile],
+                    out_of_corpus: dict[str, str]) -> dict[str, str]:
+        """1. A frontmatter id belongs to the first path (in sort order) that declares it.
+        2. Otherwise a note keeps the id it had (same path, or the note it was renamed from).
+        3. A new note gets a hash of its path (made unique if a kept id already uses it)."""
         declared = {p: f.declared_id for p, f in parsed.items()}
         declared.update({p: s.declared_id for p, s in unchanged.items()})
         claims: dict[str, list[str]] = defaultdict(list)
@@ -189,17 +225,29 @@ class VaultImporter:
                 claims[declared[path]].append(path)
         ids: dict[str, str] = {}
         for path, value in declared.items():
-            owners = claims.get(value or "", [])
-            if value and owners[0] == path:
+            if value and claims[value][0] == path:
                 ids[path] = value
-            else:
-                ids[path] = path_note_id(path)
-                if value:
-                    self.report.warnings.append(ImportWarning(
-                        path, f"duplicate frontmatter id {value!r} (also in {owners[0]}); using a path-based id"))
-        # An unchanged note whose id changed (it lost or won a claim) must be rewritten.
+            elif value:
+                self._warn(path, f"duplicate frontmatter id {value!r} (also in {claims[value][0]}); "
+                                 "using another id")
+        taken = set(ids.values())
+        for path in sorted(p for p in declared if p not in ids):
+            previous = states[path] if path in states else renames.get(path)
+            if previous is not None and previous.note_id not in taken:
+                ids[path] = previous.note_id
+                taken.add(previous.note_id)
+        for path in sorted(p for p in declared if p not in ids):
+            note_id, salt = path_note_id(path), 1
+            while note_id in taken:
+                note_id, salt = path_note_id(f"{path}\n{salt}"), salt + 1
+            ids[path] = note_id
+            taken.add(note_id)
+        # An unchanged note whose id changed (it lost or won a claim) must be rewritten; one
+        # that cannot be read now (an unlisted folder) keeps its row and its id.
         for path, state in list(unchanged.items()):
-            if ids[path] != state.note_id:
+            if ids[path] != state.note_id and path not in files:
+                ids[path] = state.note_id
+            elif ids[path] != state.note_id:
                 data = self._read(files[path])
                 item = self._parse(files[path], data, out_of_corpus) if data is not None else None
                 if item is not None:
@@ -220,39 +268,56 @@ class VaultImporter:
         return names
 
     # -- writing ---------------------------------------------------------------------------
-    def _write_note(self, item: ParsedFile, note_id: str, names: NameIndex) -> None:
-        rows: NoteRows = build_rows(item, note_id, self.registry, names)
+    def _write_note(self, item: ParsedFile, note_id: str, names: NameIndex,
+                    previous: note_store.NoteState | None) -> None:
+        """Replace the note's rows (inside the caller's transaction)."""
+        rows = build_rows(item, note_id, self.registry, names, self.private_paths)
         note = rows.note
         resolved = [l for l in rows.links if l.resolution == "resolved"]
         edges = reference_edges(note_id, note.type, self.registry.note_type(note.type).edge_defaults, resolved)
         edges += structure_edges(note_id, [c.chunk_key for c in rows.chunks])
-        with self.conn:  # one transaction per note: old rows out, new rows in
-            note_store.delete_note_at_path(self.conn, item.path)
-            note_store.delete_note(self.conn, note_id)
-            note_store.insert_note(self.conn, note)
-            note_store.insert_chunks(self.conn, note_id, rows.chunks)
-            note_store.insert_links(self.conn, note_id, rows.links)
-            edge_store.insert_edges(self.conn, edges)
+        note_store.delete_note_at_path(self.conn, item.path)
+        if previous is not None and previous.note_id != note_id:
+            note_store.delete_note(self.conn, previous.note_id)
+            move_note_data(self.conn, previous.note_id, note_id)
+        note_store.delete_note(self.conn, note_id)
+        note_store.insert_note(self.conn, note)
+        note_store.insert_chunks(self.conn, note_id, rows.chunks)
+        note_store.insert_links(self.conn, note_id, rows.links)
+        edge_store.insert_edges(self.conn, edges)
 
     def _relink(self, names: NameIndex, skip: set[str]) -> None:
         """Re-resolve the references of notes not rewritten in this run; rewrite the edges of
         those whose targets changed (a target appeared, vanished, or became ambiguous)."""
         types = note_store.note_types(self.conn)
-        for note_id, links in note_store.load_links(self.conn).items():
-            if note_id in skip or note_id not in types:
-                continue
-            note_type, path = types[note_id]
-            fresh = resolve_links(links, note_id, path, names)
-            if all((a.resolution, a.resolved_note_id, a.detail) == (b.resolution, b.resolved_note_id, b.detail)
-                   for a, b in zip(links, fresh)):
-                continue
-            resolved = [l for l in fresh if l.resolution == "resolved"]
-            edges = reference_edges(note_id, note_type, self.registry.note_type(note_type).edge_defaults, resolved)
-            with self.conn:
+        with write_batches(self.conn, on_commit=self.cancel.check) as batches:
+            for note_id, links in note_store.load_links(self.conn).items():
+                if note_id in skip or note_id not in types:
+                    continue
+                note_type, path = types[note_id]
+                fresh = resolve_links(links, note_id, path, names)
+                if all((a.resolution, a.resolved_note_id, a.detail) == (b.resolution, b.resolved_note_id, b.detail)
+                       for a, b in zip(links, fresh)):
+                    continue
+                resolved = [l for l in fresh if l.resolution == "resolved"]
+                edges = reference_edges(note_id, note_type, self.registry.note_type(note_type).edge_defaults, resolved)
+                batches.ensure_open()
                 note_store.update_link_resolutions(self.conn, note_id, fresh)
                 edge_store.delete_reference_edges(self.conn, note_id)
                 edge_store.insert_edges(self.conn, edges)
-            self.report.notes_relinked += 1
+                batches.item_done()
+                self.report.notes_relinked += 1
+
+    def _apply_private_paths(self) -> None:
+        """notes.private = the note's own flag or a folder in privacy.private_paths; recomputed
+        for every note when that setting changed since the last run."""
+        key = "\n".join(self.private_paths)
+        if get_meta(self.conn, PRIVACY_KEY) == key:
+            return
+        changes = [(want, note_id) for note_id, path, declared, private in note_store.privacy_rows(self.conn)
+                   if (want := declared or excluded_by(path, self.private_paths) is not None) != private]
+        note_store.set_private(self.conn, changes)
+        set_meta(self.conn, PRIVACY_KEY, key)
 
     def _totals(self) -> None:
         counts = {**note_store.corpus_counts(self.conn), **edge_store.edge_counts(self.conn)}

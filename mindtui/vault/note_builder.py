@@ -6,12 +6,15 @@ import datetime
 import hashlib
 from dataclasses import dataclass, field, replace
 
-from mindtui.store import fulltext
-from mindtui.store.notes import ChunkRecord, LinkRecord, NoteRecord, is_id_like, passage_text
+from mindtui.text import analysis
+from mindtui.store.notes import ChunkRecord, LinkRecord, NoteRecord
+from mindtui.text.names import is_id_like, passage_text
 from mindtui.vault.chunking import chunk_note
+from mindtui.vault.flags import read_flags
 from mindtui.vault.links import LinkRef
 from mindtui.vault.markdown import ParsedNote, decode, parse_note, string_list
 from mindtui.vault.resolve import NameIndex
+from mindtui.vault.scan import excluded_by
 from mindtui.vault.types import TypeRegistry
 
 # Bump when parsing or chunking changes meaning: the importer then re-reads every file.
@@ -34,17 +37,6 @@ def declared_id(metadata: dict) -> str | None:
     if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
         return str(value).strip()
     return None
-
-
-def _flag_off(value) -> bool:
-    return isinstance(value, str) and value.strip().lower() in {"none", "off", "no", "false"} or value is False
-
-
-def _is_private(metadata: dict) -> bool:
-    if metadata.get("private") is True:
-        return True
-    visibility = metadata.get("visibility")
-    return isinstance(visibility, str) and visibility.strip().lower() == "private"
 
 
 @dataclass
@@ -103,9 +95,11 @@ def _link_records(refs: list[LinkRef]) -> list[LinkRecord]:
     ]
 
 
-def build_rows(item: ParsedFile, note_id: str, registry: TypeRegistry, names: NameIndex) -> NoteRows:
+def build_rows(item: ParsedFile, note_id: str, registry: TypeRegistry, names: NameIndex,
+               private_paths: tuple[str, ...] = ()) -> NoteRows:
     meta = item.parsed.metadata
-    warnings = list(item.warnings)
+    flags = read_flags(meta)
+    warnings = list(item.warnings) + flags.warnings
     note_type = registry.type_for(meta.get("type"), item.path)
     type_info = registry.note_type(note_type)
     if note_type not in registry.types:
@@ -126,16 +120,16 @@ def build_rows(item: ParsedFile, note_id: str, registry: TypeRegistry, names: Na
 
     title = title_for(item.path, meta)
     body = "\n".join(item.parsed.lines)
-    lang = fulltext.detect_language(body)
+    lang = analysis.detect_language(body)
     chunks = chunk_note(title, item.parsed, registry.profile(profile_name))
     # An id-like title (202311291530) is no words: exact title matching still finds it.
-    fts_title = fulltext.analyze(" ".join(([] if is_id_like(title) else [title]) + item.aliases), lang)
+    fts_title = analysis.analyze(" ".join(([] if is_id_like(title) else [title]) + item.aliases), lang)
     chunk_rows = [
         ChunkRecord(
             chunk_key=f"{note_id}#{c.seq}", seq=c.seq, heading_path=c.heading_path, text=c.text,
             token_count=c.token_count, content_hash=sha256_hex(passage_text(title, c.heading_path, c.text)),
             retriever_weight=weight, line_start=c.line_start, line_end=c.line_end, fts_title=fts_title,
-            fts_headings=fulltext.analyze(c.heading_path, lang), fts_body=fulltext.analyze(c.text, lang),
+            fts_headings=analysis.analyze(c.heading_path, lang), fts_body=analysis.analyze(c.text, lang),
         )
         for c in chunks
     ]
@@ -143,8 +137,9 @@ def build_rows(item: ParsedFile, note_id: str, registry: TypeRegistry, names: Na
         note_id=note_id, path=item.path, title=title, type=note_type, declared_id=item.declared_id,
         aliases=item.aliases, tags=item.parsed.tags, frontmatter=meta, lang=lang,
         content_hash=item.content_hash, size=item.size, mtime_ns=item.mtime_ns, retriever_weight=weight,
-        chunk_profile=profile_name, ai_processing=not _flag_off(meta.get("ai_processing", True)),
-        private=_is_private(meta), word_count=len(fulltext.words(body)), warnings=warnings,
+        chunk_profile=profile_name, ai_processing=flags.ai_processing,
+        private=flags.private or excluded_by(item.path, private_paths) is not None,
+        private_declared=flags.private, word_count=len(analysis.words(body)), warnings=warnings,
         indexed_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     )
     return NoteRows(note, chunk_rows, resolve_links(_link_records(item.parsed.links), note_id, item.path, names))

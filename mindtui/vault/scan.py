@@ -33,6 +33,8 @@ class ScanResult:
     out_of_corpus: dict[str, str] = field(default_factory=dict)
     attachments: set[str] = field(default_factory=set)  # other files, vault-relative
     warnings: list[ImportWarning] = field(default_factory=list)
+    # Folders (or linked files) that could not be read this time: notes from there are kept.
+    unlisted: set[str] = field(default_factory=set)
 
 
 @lru_cache(maxsize=256)
@@ -59,7 +61,7 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out) + r"\Z")
 
 
-def excluded_by(path: str, patterns: list[str]) -> str | None:
+def excluded_by(path: str, patterns: list[str] | tuple[str, ...]) -> str | None:
     for pattern in patterns:
         if _glob_regex(pattern).match(path):
             return pattern
@@ -70,69 +72,116 @@ def is_markdown(name: str) -> bool:
     return name.lower().endswith(".md")
 
 
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def scan_vault(
     root: Path,
     *,
-    exclude: list[str] | None = None,
-    max_file_bytes: int = 2_000_000,
-    follow_symlinks: bool = True,
+    exclude: list[str] | tuple[str, ...] | None = None,
+    max_file_bytes: int,
+    follow_external_symlinks: bool = False,
 ) -> ScanResult:
-    """List the vault's files. Dot-folders (.obsidian, .trash, .git) are never entered."""
+    """List the vault's files. Dot-folders (.obsidian, .trash, .git) are never entered.
+
+    Symlinks inside the vault are followed, after every real folder has been walked, so a file
+    reached both directly and through a link is indexed once, under its real path. A link whose
+    target lies outside the vault is skipped with a warning unless `follow_external_symlinks`.
+    A folder that cannot be listed, or a link whose target is gone (an unmounted disk), is in
+    `unlisted`: the importer keeps the notes it had there instead of deleting them.
+    """
     root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"vault folder {root} does not exist or is not a folder")
     result = ScanResult()
     patterns = list(exclude or [])
+    real_root = os.path.realpath(root)
     seen_dirs: set[tuple[int, int]] = set()
+    seen_files: dict[tuple[int, int], str] = {}
+    deferred: list[tuple[os.DirEntry, str]] = []  # symlinks, followed after the real tree
+
+    def warn(rel: str, reason: str) -> None:
+        result.warnings.append(ImportWarning(rel or ".", reason))
 
     def visit(folder: Path, rel: str) -> None:
         try:
             info = folder.stat()
-        except OSError as exc:
-            result.warnings.append(ImportWarning(rel or ".", f"cannot read folder: {exc.strerror or exc}"))
-            return
-        key = (info.st_dev, info.st_ino)
-        if key in seen_dirs:
-            result.warnings.append(ImportWarning(rel, "symlink loop: folder already visited, skipped"))
-            return
-        seen_dirs.add(key)
-        try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
-            result.warnings.append(ImportWarning(rel or ".", f"cannot list folder: {exc.strerror or exc}"))
+            warn(rel, f"cannot list folder: {exc.strerror or exc}; the notes indexed from it are kept")
+            result.unlisted.add(rel)
             return
+        seen_dirs.add((info.st_dev, info.st_ino))
         for entry in entries:
             if entry.name.startswith("."):
                 continue
             child_rel = f"{rel}/{entry.name}" if rel else entry.name
             try:
-                is_link = entry.is_symlink()
-                if is_link and not follow_symlinks:
-                    continue
-                if entry.is_dir(follow_symlinks=True):
+                if entry.is_symlink():
+                    deferred.append((entry, child_rel))
+                elif entry.is_dir(follow_symlinks=False):
                     visit(Path(entry.path), child_rel)
-                    continue
-                if not entry.is_file(follow_symlinks=True):
-                    if is_link:
-                        result.warnings.append(ImportWarning(child_rel, "broken symlink, skipped"))
-                    continue
-                stat = entry.stat(follow_symlinks=True)
+                elif entry.is_file(follow_symlinks=False):
+                    add_file(entry, child_rel, entry.stat(follow_symlinks=False))
             except OSError as exc:
-                result.warnings.append(ImportWarning(child_rel, f"cannot stat: {exc.strerror or exc}"))
-                continue
-            if not is_markdown(entry.name):
-                result.attachments.add(child_rel)
-                continue
-            pattern = excluded_by(child_rel, patterns)
-            if pattern is not None:
-                result.out_of_corpus[child_rel] = f"excluded by pattern {pattern!r}"
-                continue
-            if stat.st_size > max_file_bytes:
-                reason = f"file too large ({stat.st_size:,} bytes > import.max_file_bytes {max_file_bytes:,}), skipped"
-                result.warnings.append(ImportWarning(child_rel, reason))
-                result.out_of_corpus[child_rel] = "too large"
-                continue
-            result.files.append(VaultFile(child_rel, Path(entry.path), stat.st_size, stat.st_mtime_ns))
+                warn(child_rel, f"cannot stat: {exc.strerror or exc}")
 
-    if not root.is_dir():
-        raise FileNotFoundError(f"vault folder {root} does not exist or is not a folder")
+    def follow(entry: os.DirEntry, rel: str) -> None:
+        target = os.path.realpath(entry.path)
+        if not os.path.exists(target):
+            warn(rel, f"broken symlink (target {target} is missing); notes indexed from it are kept")
+            result.unlisted.add(rel)
+            return
+        if not _inside(target, real_root) and not follow_external_symlinks:
+            warn(rel, f"symlink to {target}, outside the vault: not followed "
+                      "(set import.follow_external_symlinks: true to index it)")
+            return
+        info = os.stat(target)
+        if os.path.isdir(target):
+            if _inside(os.path.realpath(os.path.dirname(entry.path)), target):
+                warn(rel, "symlink loop (it points to a folder that contains it): skipped")
+                return
+            if (info.st_dev, info.st_ino) in seen_dirs:
+                warn(rel, "symlink to a folder that is indexed already (a second path to it): skipped")
+                return
+            visit(Path(entry.path), rel)
+        elif os.path.isfile(target):
+            add_file(entry, rel, info)
+
+    def add_file(entry: os.DirEntry, rel: str, stat: os.stat_result) -> None:
+        if not is_markdown(entry.name):
+            result.attachments.add(rel)
+            return
+        pattern = excluded_by(rel, patterns)
+        if pattern is not None:
+            result.out_of_corpus[rel] = f"excluded by pattern {pattern!r}"
+            return
+        key = (stat.st_dev, stat.st_ino)
+        if key in seen_files:
+            warn(rel, f"symlink to {seen_files[key]}, which is indexed already: skipped")
+            return
+        seen_files[key] = rel
+        if stat.st_size > max_file_bytes:
+            reason = f"file too large ({stat.st_size:,} bytes > import.max_file_bytes {max_file_bytes:,}), skipped"
+            warn(rel, reason)
+            result.out_of_corpus[rel] = "too large"
+            return
+        result.files.append(VaultFile(rel, Path(entry.path), stat.st_size, stat.st_mtime_ns))
+
     visit(root, "")
+    while deferred:
+        batch, deferred[:] = list(deferred), []
+        for entry, rel in batch:
+            try:
+                follow(entry, rel)
+            except OSError as exc:
+                warn(rel, f"cannot follow symlink: {exc.strerror or exc}")
+                result.unlisted.add(rel)
+    result.files.sort(key=lambda f: f.path)
     return result
+
+
+def under_any(path: str, prefixes: set[str]) -> bool:
+    """Whether a vault path lies in (or is) one of these vault-relative folders or files."""
+    return any(prefix == "" or path == prefix or path.startswith(prefix + "/") for prefix in prefixes)

@@ -1,8 +1,8 @@
-"""Text analysis for the full-text index: the same tokenizer and Snowball stemmers at index and query time.
+"""Words, language and Snowball stems: the same analysis at index and query time.
 
 FTS5 stores already-analyzed text (lower-case Snowball stems separated by spaces) in a
-contentless table, so its own unicode61 tokenizer only splits on spaces. Queries go through
-`analyze_query_terms`, which stems every term with each language's stemmer.
+contentless table, so its own unicode61 tokenizer only splits on spaces. Queries stem every
+word with each language's stemmer (`stem_all_languages`): the index holds one language per note.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import threading
 
 import Stemmer
 
-from mindtui.store import stopwords
+from mindtui.text import stopwords
 
 # Bump when tokenizing or stemming changes: the importer then re-indexes every note.
 ANALYZER_VERSION = 1

@@ -1,0 +1,63 @@
+"""How the CLI prints results for people (the `--json` forms come from the service's `as_dict`)."""
+
+from __future__ import annotations
+
+import json
+
+
+def report_table(report: dict) -> str:
+    keys = [k for k, v in report.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    width = max((len(k) for k in keys), default=0)
+    return "\n".join(f"{k.ljust(width)}  {report[k]}" for k in keys)
+
+
+def job_summary(result) -> str:
+    return "\n".join(f"{s.step}: {s.status}" + (f" ({s.error})" if s.error else "") for s in result.steps)
+
+
+def search_text(response, explain: bool) -> str:
+    lines = []
+    for number, result in enumerate(response.results, start=1):
+        lines.append(f"{number:>2}. {result.title}  ({result.path})  {result.score:.4f}")
+        lines.append(f"    {result.snippet}")
+        if explain:
+            lines.append(f"    explain: {json.dumps(result.explain, ensure_ascii=False)}")
+    return "\n".join(lines) if lines else "no results"
+
+
+def _suggestion_tag(extra: dict) -> str:
+    parts = [f"cosine {extra['cosine']:.3f}"] if extra.get("cosine") is not None else []
+    if extra.get("shared_links"):
+        parts.append(f"shared links {extra['shared_links']:.2f}")
+    return ", ".join(parts)
+
+
+def neighbours_text(view, limit: int) -> str:
+    lines = [f"{view.title}  ({view.path})"]
+    for group, entries in view.groups.items():
+        lines.append(f"\n{group} ({len(entries)})")
+        for entry in entries[:limit]:
+            extra = entry.extra
+            tag = (_suggestion_tag(extra) if group == "suggestions" else
+                   f"weight {entry.weight:g}" + (" confirmed" if extra.get("confirmed") else "")
+                   + ("" if extra.get("indexed", True) else " not indexed"))
+            arrow = {"in": "<-", "out": "->", "both": "<->"}.get(extra.get("direction", ""), "")
+            lines.append(f"  {arrow + ' ' if arrow else ''}{entry.kind:<12} {entry.title}  ({entry.path})  {tag}")
+            if entry.evidence:
+                lines.append(f"      {entry.evidence[:160]}")
+        if len(entries) > limit:
+            lines.append(f"  ... {len(entries) - limit} more (--limit, --json)")
+    return "\n".join(lines)
+
+
+def status_text(status: dict) -> str:
+    embedding = status["embedding"]
+    counts = {k: v for k, v in status.items() if isinstance(v, int) and not isinstance(v, bool) and k != "schema_version"}
+    lines = [f"database {status['db']}  (schema {status['schema_version']}, read as {status['audience']})",
+             f"vault    {status['vault'] or '-'}", report_table(counts),
+             f"embedding coverage  {embedding['coverage']:.1%} ({embedding['chunks_with_vector']} of "
+             f"{embedding['chunks_embeddable']} chunks, model {embedding['model'] or '-'})"]
+    lines.extend(f"model {m['role']}: {m['status']}" + (f" ({m['reason']})" if m["reason"] else "")
+                 for m in status["models"])
+    lines.extend(f"{run['started_at']}  {run['job']}/{run['step']}  {run['status']}" for run in status["recent_runs"])
+    return "\n".join(lines)

@@ -1,0 +1,28 @@
+"""The service core under every front end (CLI, TUI, MCP): `Service` is the one façade.
+
+Front ends import from here (and from `mindtui.config`), never from the layers below.
+"""
+
+from mindtui.audience import Audience
+from mindtui.errors import (
+    Cancelled, ConfigError, DatabaseError, InputError, JobLockedError, MindtuiError, ModelUnavailableError,
+    NoteNotFound, NotAllowed, OperationFailed,
+)
+from mindtui.graph.neighbours import GROUPS as NEIGHBOUR_GROUPS
+from mindtui.graph.stats import format_stats as format_graph_stats
+from mindtui.jobs.runner import JOBS, STEPS, JobResult
+from mindtui.progress import CancelToken
+from mindtui.search.engine import MODES as SEARCH_MODES
+from mindtui.search.engine import SearchOptions, SearchResponse, SearchResult
+from mindtui.service.core import Service, open_service
+from mindtui.service.evaluate import KINDS as EVAL_KINDS
+from mindtui.service.evaluate import format_report as format_eval_report
+from mindtui.service.views import NeighboursView, NoteView
+
+__all__ = [
+    "Audience", "Cancelled", "CancelToken", "ConfigError", "DatabaseError", "EVAL_KINDS", "InputError", "JOBS",
+    "JobLockedError", "JobResult", "MindtuiError", "ModelUnavailableError", "NEIGHBOUR_GROUPS", "NeighboursView",
+    "NoteNotFound", "NoteView", "NotAllowed", "OperationFailed", "SEARCH_MODES", "STEPS", "SearchOptions",
+    "SearchResponse", "SearchResult", "Service", "format_eval_report", "format_graph_stats", "open_service",
+]
+

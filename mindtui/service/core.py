@@ -1,0 +1,172 @@
+"""The service: the one object every front end (CLI, TUI, MCP) talks to.
+
+Opened on settings and a database for one audience. Reads go through connections opened for
+that audience (`store.visibility`: an agent's connection cannot see private notes or notes
+with `ai_processing: none`), searches through one engine per pooled connection, models
+through the process's model holder. Jobs, model builds and evaluation are owner actions.
+Safe to use from several threads at once; `close()` releases connections and models.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Callable
+
+from mindtui.audience import Audience
+from mindtui.config import Settings
+from mindtui.errors import NotAllowed
+from mindtui.graph.neighbours import GROUPS, find_note, neighbours
+from mindtui.graph.stats import graph_stats
+from mindtui.models import files as model_files
+from mindtui.models.holder import ModelHolder, shared_holder
+from mindtui.progress import CancelToken, StepProgress
+from mindtui.search.engine import SearchEngine, SearchModels, SearchOptions, SearchResponse
+from mindtui.service import views
+from mindtui.store import edges as edge_store
+from mindtui.store import jobs as job_store
+from mindtui.store import notes as note_store
+from mindtui.store import vectors as vector_store
+from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
+from mindtui.store.migrate import schema_version
+from mindtui.store.pool import ConnectionPool
+from mindtui.vault.importer import VAULT_KEY
+from mindtui.vault.types import TypeRegistry, load_type_registry
+
+Say = Callable[[str], None]
+
+
+class Service:
+    def __init__(self, settings: Settings, *, audience: Audience = Audience.AGENT,
+                 models: ModelHolder | None = None) -> None:
+        """audience defaults to the restrictive one: a front end that forgets to say gets the agent's view."""
+        self.settings = settings
+        self.audience = Audience.parse(audience)
+        self.db_path = settings.db_path
+        self.models = models or shared_holder()
+        self.models.acquire()
+        self._pool = ConnectionPool(self.db_path, audience=self.audience,
+                                    busy_timeout_ms=settings.database.busy_timeout_ms)
+        self._registry: TypeRegistry | None = None
+        self._registry_lock = threading.Lock()
+        self._closed = False
+
+    # -- lifetime --------------------------------------------------------------------------
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
+            self.models.release()
+
+    def __enter__(self) -> "Service":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _owner_only(self, what: str) -> None:
+        if self.audience is not Audience.OWNER:
+            raise NotAllowed(f"{what} is for the owner; this service reads as {self.audience.value}")
+
+    @property
+    def registry(self) -> TypeRegistry:
+        with self._registry_lock:
+            if self._registry is None:
+                self._registry = load_type_registry(self.settings.types_file)
+            return self._registry
+
+    def _engine(self, pooled, say: Say | None = None) -> SearchEngine:
+        engine = pooled.cache.get("engine")
+        if engine is None:
+            engine = pooled.cache["engine"] = SearchEngine(pooled.conn, self.settings,
+                                                           SearchModels(self.models, self.settings, say))
+        return engine
+
+    # -- reading ---------------------------------------------------------------------------
+    def search(self, query: str, options: SearchOptions | None = None) -> SearchResponse:
+        """Hybrid search (or one list) over what the audience may see."""
+        with self._pool.connection() as pooled:
+            return self._engine(pooled).search(query, options or SearchOptions())
+
+    def note(self, name: str, *, with_chunks: bool = True) -> views.NoteView:
+        """A note by path, title, alias or id: its facts, its text (from the vault file when it
+        still matches the index) and its chunks. NoteNotFound for a note the audience may not see."""
+        with self._pool.connection() as pooled:
+            ref = find_note(pooled.conn, name)
+            record = note_store.load_note(pooled.conn, ref.note_id)
+            chunks = note_store.note_chunks(pooled.conn, ref.note_id)
+            vault_root = get_meta(pooled.conn, VAULT_KEY)
+        return views.note_view(record, chunks, vault_root, with_chunks,
+                               file_if_changed=self.audience is Audience.OWNER)
+
+    def neighbours(self, name: str, groups: tuple[str, ...] = GROUPS) -> views.NeighboursView:
+        unknown = [g for g in groups if g not in GROUPS]
+        if unknown:
+            raise views.UnknownSignal(f"unknown signal(s) {', '.join(unknown)}; choose from {', '.join(GROUPS)}")
+        with self._pool.connection() as pooled:
+            ref = find_note(pooled.conn, name)
+            found = neighbours(pooled.conn, self.settings, ref, self.registry.symmetric_relations, tuple(groups))
+        return views.NeighboursView(ref.note_id, ref.path, ref.title, found)
+
+    def graph_stats(self) -> dict:
+        with self._pool.connection() as pooled:
+            return graph_stats(pooled.conn, self.settings)
+
+    def status(self) -> dict:
+        """What the database holds (for this audience), embedding coverage, models, recent jobs."""
+        with self._pool.connection() as pooled:
+            conn = pooled.conn
+            counts = {**note_store.corpus_counts(conn), **edge_store.edge_counts(conn)}
+            model_id = get_meta(conn, EMBEDDING_MODEL_KEY)
+            coverage = vector_store.chunk_coverage(conn, model_id or "")
+            runs = [run.__dict__ for run in job_store.recent_runs(conn, limit=5)]
+            version = schema_version(conn)
+            vault_root = get_meta(conn, VAULT_KEY)
+        embeddable = coverage["chunks"] - coverage["chunks_ai_excluded"]
+        return {
+            "db": str(self.db_path), "audience": self.audience.value, "schema_version": version,
+            "vault": vault_root, **counts,
+            "embedding": {"model": model_id, "chunks_with_vector": coverage["chunks_with_vector"],
+                          "chunks_embeddable": embeddable,
+                          "coverage": round(coverage["chunks_with_vector"] / embeddable, 4) if embeddable else 1.0},
+            "models": [state.as_dict() for state in self.models.states(self.settings)],
+            "recent_runs": runs,
+        }
+
+    def models_status(self) -> dict:
+        """The model files (paths, sizes, hashes, usable or why not) and what is loaded now."""
+        return {"models": model_files.model_status(self.settings),
+                "loaded": [state.as_dict() for state in self.models.states(self.settings)]}
+
+    def preload_models(self) -> None:
+        """Start loading the embedding model in the background (searches answer from full text meanwhile)."""
+        self.models.embedder(self.settings, wait=False)
+
+    # -- owner actions ---------------------------------------------------------------------
+    def build_model(self, say: Say | None = None) -> dict:
+        self._owner_only("building models")
+        path = model_files.models_dir(self.settings) / model_files.E5_FILE_NAME
+        digest = model_files.build_embedding_model(path, say)
+        return {"path": str(path), "sha256": digest, "size": path.stat().st_size}
+
+    def run_job(self, job: str, *, steps: list[str] | None = None, vault: Path | None = None,
+                progress: StepProgress | None = None, message: Say | None = None,
+                cancel: CancelToken | None = None, allow_mass_delete: bool = False):
+        """The nightly job or single steps (import, embed, graph) under the database's job lock.
+        Returns the JobResult; JobLockedError when another job runs."""
+        self._owner_only("running jobs")
+        from mindtui.jobs.runner import run_job
+
+        return run_job(job, self.settings, db_path=self.db_path, vault=vault or self.settings.vault, steps=steps,
+                       progress=progress, message=message, cancel=cancel, allow_mass_delete=allow_mass_delete,
+                       models=self.models)
+
+    def evaluate(self, kind: str, source: Path, **options) -> dict:
+        """`mindtui eval`: beir, golden or links on a scratch index (never this database)."""
+        from mindtui.service.evaluate import evaluate
+
+        return evaluate(self.settings, kind, source, holder=self.models, **options)
+
+
+def open_service(settings: Settings, audience: Audience, **options) -> Service:
+    return Service(settings, audience=audience, **options)

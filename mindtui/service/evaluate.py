@@ -1,0 +1,38 @@
+"""`mindtui eval` behind the service: argument checks, then the evaluation on a scratch index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from mindtui.config import Settings
+from mindtui.evaluation import commands
+from mindtui.evaluation.workspace import EvalInputError
+from mindtui.progress import StepProgress
+
+KINDS = ("beir", "golden", "links")
+
+
+def evaluate(settings: Settings, kind: str, source: Path, *, holder, vault: Path | None = None,
+             systems: list[str] | None = None, max_queries: int | None = None, sample: int | None = None,
+             split: str = "test", scratch: Path | None = None, scratch_db: Path | None = None,
+             progress: StepProgress | None = None, message: Callable[[str], None] | None = None) -> dict:
+    """Checks everything it can before any file is written; the scratch guard (a marker in the
+    scratch database's meta table, never the configured database) lives in evaluation.workspace."""
+    if kind not in KINDS:
+        raise EvalInputError(f"unknown evaluation {kind!r}; choose from {', '.join(KINDS)}")
+    commands.check_systems(systems)
+    if kind == "golden" and vault is None:
+        raise EvalInputError("eval golden needs --vault: the vault the golden set's paths refer to")
+    progress = progress or (lambda step, done, total, detail: None)
+    message = message or (lambda text: None)
+    common = dict(systems=systems, scratch=scratch, db_path=scratch_db, progress=progress, message=message,
+                  holder=holder)
+    if kind == "beir":
+        return commands.eval_beir(settings, source, max_queries=max_queries, split=split, **common)
+    if kind == "golden":
+        return commands.eval_golden(settings, source, vault, **common)
+    return commands.eval_links(settings, source, sample=sample, **common)
+
+
+format_report = commands.format_report

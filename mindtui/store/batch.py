@@ -1,0 +1,63 @@
+"""Group many small writes into few transactions without losing crash safety.
+
+Each item (a note, a deletion) is consistent on its own; a transaction holds several and
+commits after `max_items` or `max_seconds`, whichever comes first. A kill loses at most the
+open group, which the next run redoes, so the result equals one clean run. The time bound
+keeps the write lock short, so a search logging itself from another thread never waits long.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+import apsw
+
+
+class WriteBatches:
+    def __init__(self, conn: apsw.Connection, max_items: int, max_seconds: float,
+                 on_commit: Callable[[], None] | None = None) -> None:
+        self.conn = conn
+        self.max_items = max_items
+        self.max_seconds = max_seconds
+        self.on_commit = on_commit or (lambda: None)
+        self._items = 0
+        self._started = 0.0
+        self._open = False
+
+    def _begin(self) -> None:
+        # IMMEDIATE takes the write lock up front: no deadlock upgrading a read to a write.
+        self.conn.execute("BEGIN IMMEDIATE")
+        self._open, self._items, self._started = True, 0, time.monotonic()
+
+    def item_done(self) -> None:
+        """Call after each item; commits when the group is full or old enough."""
+        self._items += 1
+        if self._items >= self.max_items or time.monotonic() - self._started >= self.max_seconds:
+            self.commit()
+
+    def commit(self) -> None:
+        if self._open:
+            self.conn.execute("COMMIT")
+            self._open = False
+            self.on_commit()
+
+    def ensure_open(self) -> None:
+        if not self._open:
+            self._begin()
+
+
+@contextmanager
+def write_batches(conn: apsw.Connection, max_items: int = 100, max_seconds: float = 0.1,
+                  on_commit: Callable[[], None] | None = None) -> Iterator[WriteBatches]:
+    """`batches.ensure_open()` before an item's writes, `batches.item_done()` after them."""
+    batches = WriteBatches(conn, max_items, max_seconds, on_commit)
+    try:
+        yield batches
+    except BaseException:
+        if batches._open:
+            conn.execute("ROLLBACK")
+            batches._open = False
+        raise
+    batches.commit()

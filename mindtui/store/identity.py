@@ -1,0 +1,26 @@
+"""What only the database holds hangs on note_id; when a note's id changes, it moves along.
+
+A rename keeps the note's id (the importer matches the new file to the vanished one), so
+nothing moves then. An id changes when a note gains or loses a frontmatter `id`: the data
+listed here follows it. Tables that hang on note_id never cascade from `notes` (a note is
+rewritten as delete + insert on every change).
+"""
+
+from __future__ import annotations
+
+import apsw
+
+
+def move_note_data(conn: apsw.Connection, old: str, new: str) -> None:
+    """Re-key the search pairs of `old` to `new` (weights of pairs both had are added)."""
+    if old == new:
+        return
+    rows = conn.execute(
+        "SELECT CASE WHEN note_a = ?1 THEN note_b ELSE note_a END, weight, last_seen FROM main.search_pairs"
+        " WHERE note_a = ?1 OR note_b = ?1", (old,)).fetchall()
+    conn.execute("DELETE FROM main.search_pairs WHERE note_a = ?1 OR note_b = ?1", (old,))
+    conn.executemany(
+        "INSERT INTO main.search_pairs (note_a, note_b, weight, last_seen) VALUES (min(?1, ?2), max(?1, ?2), ?3, ?4)"
+        " ON CONFLICT(note_a, note_b) DO UPDATE SET weight = weight + excluded.weight,"
+        " last_seen = max(last_seen, excluded.last_seen)",
+        [(new, other, weight, seen) for other, weight, seen in rows if other != new])

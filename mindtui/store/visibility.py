@@ -1,0 +1,84 @@
+"""The audience rule, enforced by the connection itself.
+
+A connection opened for `agent` gets TEMP views named like the tables they hide (notes,
+chunks, note_links, edges, search_pairs, search_log, job_runs and the views built on them).
+SQLite resolves an unqualified name in the temp schema first, so every query function reads
+the filtered rows without knowing it: nothing can forget the rule, and a new query is covered
+the day it is written. What an agent connection never sees:
+
+- notes that are private or have `ai_processing: none`, their chunks (so full-text and vector
+  hits of them map to nothing), their references and every edge that touches them;
+- change-graph nodes outside the index (`path:...`: their privacy is unknown, so fail-closed);
+  change-graph evidence is cut to the session keys (the work-log row may name hidden notes);
+- search pairs with a hidden end; other audiences' logged queries; job reports and errors
+  (they carry file paths and warnings of every note).
+
+Writes from an agent connection name `main.` tables explicitly (only the search log does).
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from mindtui.audience import Audience
+
+# The one definition of a note an agent may see, for a `main.notes` row aliased `n`.
+AGENT_VISIBLE = "n.private = 0 AND n.ai_processing = 1"
+
+
+def _visible(column: str) -> str:
+    return f"EXISTS (SELECT 1 FROM main.notes n WHERE n.note_id = {column} AND {AGENT_VISIBLE})"
+
+
+def _hidden_any(*columns: str) -> str:
+    return (f"NOT EXISTS (SELECT 1 FROM main.notes n WHERE n.note_id IN ({', '.join(columns)})"
+            f" AND NOT ({AGENT_VISIBLE}))")
+
+
+def _columns(conn: apsw.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")]
+
+
+def _agent_views(conn: apsw.Connection) -> list[str]:
+    edge_columns = ", ".join(
+        "CASE WHEN e.signal = 'change' AND instr(e.evidence, ' · ') > 0"
+        " THEN substr(e.evidence, 1, instr(e.evidence, ' · ') - 1) ELSE e.evidence END AS evidence"
+        if name == "evidence" else f"e.{name}" for name in _columns(conn, "edges"))
+    job_columns = ", ".join(
+        {"report": "'{}' AS report",
+         "error": "CASE WHEN e.error IS NULL THEN NULL ELSE 'failed (details for the owner only)' END AS error"
+         }.get(name, f"e.{name}") for name in _columns(conn, "job_runs"))
+    return [
+        f"CREATE TEMP VIEW notes AS SELECT n.* FROM main.notes n WHERE {AGENT_VISIBLE}",
+        f"CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE {_visible('c.note_id')}",
+        "CREATE TEMP VIEW note_links AS SELECT l.* FROM main.note_links l WHERE "
+        f"{_visible('l.note_id')} AND (l.resolved_note_id IS NULL OR {_visible('l.resolved_note_id')})",
+        f"CREATE TEMP VIEW edges AS SELECT {edge_columns} FROM main.edges e WHERE"
+        " e.source_id NOT LIKE 'path:%' AND e.target_id NOT LIKE 'path:%' AND "
+        + _hidden_any("e.source_id", "e.target_id", "e.owner_note_id"),
+        "CREATE TEMP VIEW search_pairs AS SELECT p.* FROM main.search_pairs p WHERE "
+        f"{_visible('p.note_a')} AND {_visible('p.note_b')}",
+        "CREATE TEMP VIEW search_log AS SELECT s.* FROM main.search_log s WHERE s.audience = 'agent'",
+        f"CREATE TEMP VIEW job_runs AS SELECT {job_columns} FROM main.job_runs e",
+        # Views of the main schema read main tables: shadow them with the same definition over the filtered ones.
+        "CREATE TEMP VIEW unresolved_links AS SELECT note_id, seq, target_raw, resolution AS reason, detail,"
+        " line, evidence FROM note_links WHERE resolution IN ('missing', 'ambiguous', 'out_of_corpus')",
+        "CREATE TEMP VIEW chunk_vectors AS SELECT c.chunk_id, c.note_id, e.model_id, c.content_hash,"
+        " e.embedding_id FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash",
+    ]
+
+
+def restrict(conn: apsw.Connection, audience: Audience) -> None:
+    """Make `conn` read as `audience` sees the store (owner: everything)."""
+    if audience is Audience.OWNER:
+        return
+    if audience is not Audience.AGENT:
+        raise ValueError(f"unknown audience {audience!r}")
+    for statement in _agent_views(conn):
+        conn.execute(statement)
+
+
+def audience_of(conn: apsw.Connection) -> Audience:
+    """Which audience the connection reads as (from its temp schema)."""
+    row = conn.execute("SELECT 1 FROM temp.sqlite_schema WHERE type = 'view' AND name = 'notes'").fetchone()
+    return Audience.AGENT if row else Audience.OWNER

@@ -1,0 +1,32 @@
+"""How names compare and what gets embedded for a chunk.
+
+`exact_key`: titles, aliases and queries compare without case or spacing.
+`is_id_like`: a title that is only an id (Zettelkasten timestamps like 202311291530, hashes,
+uuids) says nothing about the text: it is shown and matched exactly, but not embedded.
+`passage_text`: the embedded text of a chunk (context line, then body); chunks.content_hash
+covers it, so a change of title or heading re-embeds the chunk.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ID_LIKE = re.compile(r"(?=[^-_.]*\d)[0-9a-f]{8,}([-_.][0-9a-f]+)*", re.IGNORECASE)
+
+
+def exact_key(text: str) -> str:
+    """How titles and aliases are compared with a query: case and spacing do not matter."""
+    return " ".join(text.casefold().split())
+
+
+def is_id_like(title: str) -> bool:
+    return bool(_ID_LIKE.fullmatch(title.strip()))
+
+
+def passage_text(title: str, heading_path: str, text: str) -> str:
+    """What gets embedded for a chunk (context line, then body)."""
+    title = "" if is_id_like(title) else title
+    context = " > ".join(part for part in (title, heading_path) if part)
+    if not context:
+        return text
+    return f"{context}\n{text}" if text else context
