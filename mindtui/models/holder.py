@@ -42,17 +42,24 @@ def _real_embedder(settings: Settings, say: Say) -> Embedder:
     return embedder
 
 
+def _real_reranker(settings: Settings):
+    path = reranker_path(settings)
+    return None if path is None else Reranker(path, threads(settings.models.reranker_threads))
+
+
 class ModelHolder:
-    def __init__(self, embedder_factory: Callable[[Settings, Say], object] | None = None) -> None:
-        # A test may hand in a factory for a deterministic fake (named so); everything else uses the real model.
+    def __init__(self, embedder_factory: Callable[[Settings, Say], object] | None = None,
+                 reranker_factory: Callable[[Settings], object | None] | None = None) -> None:
+        # A test may hand in factories for fakes (named so); everything else uses the real models.
         self._embedder_factory = embedder_factory or _real_embedder
+        self._reranker_factory = reranker_factory or _real_reranker
         self._lock = threading.Lock()  # guards the fields below; never held while a model loads
         self._load_lock = threading.Lock()  # one load at a time
         self._embedder = None
         self._embedder_key: tuple | None = None
         self._failure: tuple[tuple, str] | None = None
         self._loading = False
-        self._reranker: Reranker | None = None
+        self._reranker = None
         self._reranker_key: tuple | None = None
         self._users = 0
 
@@ -138,16 +145,12 @@ class ModelHolder:
         return embedder
 
     # -- the reranker ----------------------------------------------------------------------
-    def reranker(self, settings: Settings) -> Reranker | None:
-        """The configured reranker (loaded on its first use), or None when none is configured."""
-        path = reranker_path(settings)
-        if path is None:
-            return None
-        key = (str(path), settings.models.reranker_threads)
+    def reranker(self, settings: Settings):
+        """The configured reranker (it loads on its first use), or None when none is configured."""
+        key = (str(settings.models.reranker_path), settings.models.reranker_threads)
         with self._lock:
-            if self._reranker is None or self._reranker_key != key:
-                self._reranker = Reranker(path, threads(settings.models.reranker_threads))
-                self._reranker_key = key
+            if self._reranker_key != key:
+                self._reranker, self._reranker_key = self._reranker_factory(settings), key
             return self._reranker
 
     # -- what a status bar shows -----------------------------------------------------------
@@ -165,7 +168,7 @@ class ModelHolder:
             path = reranker_path(settings)
             if path is None:
                 rerank = ModelState("reranker", UNAVAILABLE, "not configured (models.reranker_path)")
-            elif self._reranker is not None and self._reranker.loaded:
+            elif self._reranker is not None and getattr(self._reranker, "loaded", True):
                 rerank = ModelState("reranker", READY)
             else:
                 rerank = ModelState("reranker", NOT_LOADED, str(path))

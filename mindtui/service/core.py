@@ -9,6 +9,7 @@ Safe to use from several threads at once; `close()` releases connections and mod
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 from typing import Callable
@@ -23,6 +24,7 @@ from mindtui.models.holder import ModelHolder, shared_holder
 from mindtui.progress import CancelToken, StepProgress
 from mindtui.search.engine import SearchEngine, SearchModels, SearchOptions, SearchResponse
 from mindtui.service import views
+from mindtui.service.redact import redact
 from mindtui.store import edges as edge_store
 from mindtui.store import jobs as job_store
 from mindtui.store import notes as note_store
@@ -30,6 +32,7 @@ from mindtui.store import vectors as vector_store
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
 from mindtui.store.migrate import schema_version
 from mindtui.store.pool import ConnectionPool
+from mindtui.store.visibility import hidden_note_names
 from mindtui.vault.importer import VAULT_KEY
 from mindtui.vault.types import TypeRegistry, load_type_registry
 
@@ -82,11 +85,26 @@ class Service:
                                                            SearchModels(self.models, self.settings, say))
         return engine
 
+    def _redactor(self, pooled) -> Callable[[str | None], str | None]:
+        """For an agent: text with links to hidden notes taken out (see service.redact)."""
+        if self.audience is Audience.OWNER:
+            return lambda text: text
+        version = pooled.conn.execute("PRAGMA data_version").fetchone()[0]
+        cached = pooled.cache.get("hidden_names")
+        if cached is None or cached[0] != version:
+            cached = pooled.cache["hidden_names"] = (version, hidden_note_names(pooled.conn))
+        names = cached[1]
+        return lambda text: redact(text, names)
+
     # -- reading ---------------------------------------------------------------------------
     def search(self, query: str, options: SearchOptions | None = None) -> SearchResponse:
         """Hybrid search (or one list) over what the audience may see."""
         with self._pool.connection() as pooled:
-            return self._engine(pooled).search(query, options or SearchOptions())
+            response = self._engine(pooled).search(query, options or SearchOptions())
+            clean = self._redactor(pooled)
+        for result in response.results:
+            result.snippet = clean(result.snippet)
+        return response
 
     def note(self, name: str, *, with_chunks: bool = True) -> views.NoteView:
         """A note by path, title, alias or id: its facts, its text (from the vault file when it
@@ -96,8 +114,11 @@ class Service:
             record = note_store.load_note(pooled.conn, ref.note_id)
             chunks = note_store.note_chunks(pooled.conn, ref.note_id)
             vault_root = get_meta(pooled.conn, VAULT_KEY)
-        return views.note_view(record, chunks, vault_root, with_chunks,
-                               file_if_changed=self.audience is Audience.OWNER)
+            clean = self._redactor(pooled)
+        view = views.note_view(record, chunks, vault_root, with_chunks, file_if_changed=self.audience is Audience.OWNER)
+        view.text = clean(view.text)
+        view.chunks = [dataclasses.replace(chunk, text=clean(chunk.text)) for chunk in view.chunks]
+        return view
 
     def neighbours(self, name: str, groups: tuple[str, ...] = GROUPS) -> views.NeighboursView:
         unknown = [g for g in groups if g not in GROUPS]
@@ -106,6 +127,10 @@ class Service:
         with self._pool.connection() as pooled:
             ref = find_note(pooled.conn, name)
             found = neighbours(pooled.conn, self.settings, ref, self.registry.symmetric_relations, tuple(groups))
+            clean = self._redactor(pooled)
+        for entries in found.values():
+            for entry in entries:
+                entry.evidence = clean(entry.evidence)
         return views.NeighboursView(ref.note_id, ref.path, ref.title, found)
 
     def graph_stats(self) -> dict:

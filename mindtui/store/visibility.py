@@ -14,13 +14,17 @@ the day it is written. What an agent connection never sees:
   (they carry file paths and warnings of every note).
 
 Writes from an agent connection name `main.` tables explicitly (only the search log does).
+Links to hidden notes inside visible text are redacted by the service (`hidden_note_names`).
 """
 
 from __future__ import annotations
 
+import json
+
 import apsw
 
 from mindtui.audience import Audience
+from mindtui.text.names import exact_key
 
 # The one definition of a note an agent may see, for a `main.notes` row aliased `n`.
 AGENT_VISIBLE = "n.private = 0 AND n.ai_processing = 1"
@@ -82,3 +86,15 @@ def audience_of(conn: apsw.Connection) -> Audience:
     """Which audience the connection reads as (from its temp schema)."""
     row = conn.execute("SELECT 1 FROM temp.sqlite_schema WHERE type = 'view' AND name = 'notes'").fetchone()
     return Audience.AGENT if row else Audience.OWNER
+
+
+def hidden_note_names(conn: apsw.Connection) -> frozenset[str]:
+    """Every name a link could use for a note an agent may not see (title, aliases, vault path and
+    file name without `.md`, compared as `exact_key`): what the service redacts from text it hands
+    an agent. Reads `main.notes` on purpose: only this module knows who is hidden."""
+    names: set[str] = set()
+    for title, aliases, path in conn.execute(
+            f"SELECT n.title, n.aliases, n.path FROM main.notes n WHERE NOT ({AGENT_VISIBLE})"):
+        stem = path[:-3] if path.lower().endswith(".md") else path
+        names.update(exact_key(name) for name in [title, stem, stem.rpartition("/")[2], *json.loads(aliases)])
+    return frozenset(n for n in names if n)

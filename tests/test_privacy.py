@@ -1,0 +1,243 @@
+"""The audience rule: an agent never sees a private note or a note with `ai_processing: none`,
+on any output path; no model ever reads the text of an `ai_processing: none` note.
+
+Every note below that matches "Zitronenbaum" is findable by the owner; the agent must find
+only the open ones. Plumbing with fakes that record what they are handed (named so).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fakes import DeterministicFakeEmbedder, RecordingReranker
+
+from mindtui.audience import Audience
+from mindtui.cli import main
+from mindtui.config import load_settings
+from mindtui.errors import NoteNotFound
+from mindtui.models.holder import ModelHolder
+from mindtui.service import SearchOptions, Service
+from mindtui.store import open_database
+from mindtui.vault.flags import read_flags
+
+from conftest import run_import
+
+HIDDEN = {"Geheim.md", "Privat/Tagebuch.md", "Ohne KI.md", "Unklar.md"}
+WORK_LOG = """| Datum | Sitzung | Notizen |
+|---|---|---|
+| 2026-11-01 | S1 | [[Offen]], [[Geheim]] |
+| 2026-11-02 | S2 | [[Offen]], [[Hub]] |
+| 2026-11-03 | S3 | [[Offen]], [[Hub]], [[Geheim]] |
+"""
+
+
+@pytest.fixture
+def privacy_vault(vault, db_path, monkeypatch):
+    monkeypatch.setenv("MINDTUI_PRIVACY__PRIVATE_PATHS", "[Privat/**]")
+    vault.write("Geheim.md", "---\nprivate: true\n---\n# Geheim\nZitronenbaum Zitronenbaum: die Gehaltszahl. "
+                             "Siehe [[Nachbar]].\n")
+    vault.write("Privat/Tagebuch.md", "Heute den Zitronenbaum gegossen. [[Offen]]\n")
+    vault.write("Ohne KI.md", "---\nai_processing: none\n---\nDer Zitronenbaum und die Krankenakte.\n")
+    vault.write("Unklar.md", "---\nai_processing: vielleicht\n---\nZitronenbaum, unklar markiert.\n")
+    vault.write("Offen.md", "Ein Zitronenbaum im Garten. [[Geheim]] [[Ohne KI]] [[Hub]]\n")
+    vault.write("Nachbar.md", "Der Nachbar hat einen Garten.\n")
+    vault.write("Hub.md", "Übersicht: [[Geheim]] [[Offen]] [[Ohne KI]]\n")
+    for n in range(3):
+        vault.write(f"Verweis {n}.md", f"Verweis {n} auf [[Geheim]] und [[Ohne KI]].\n")
+    vault.write("Journal/Arbeitslog.md", WORK_LOG, dedent=False)
+    fake = DeterministicFakeEmbedder()
+    reranker = RecordingReranker()
+    holder = ModelHolder(embedder_factory=lambda settings, say: fake, reranker_factory=lambda settings: reranker)
+    # every cosine counts: the hash-seeded fake's vectors are near-orthogonal
+    settings = load_settings().with_values({"db": str(db_path), "search": {"min_cosine": -1.0}})
+    with Service(settings, audience=Audience.OWNER, models=holder) as owner:
+        result = owner.run_job("nightly", vault=vault.root)
+        assert result.ok, result.as_dict()
+        for query in ("Zitronenbaum", "Zitronenbaum Garten", "Zitronenbaum Garten"):
+            owner.search(query)  # teaches search pairs, Geheim with Offen among them
+    yield settings, holder, fake, reranker
+
+
+def services(privacy_vault):
+    settings, holder, *_ = privacy_vault
+    return Service(settings, audience=Audience.OWNER, models=holder), Service(settings, audience=Audience.AGENT,
+                                                                               models=holder)
+
+
+def paths_of(response) -> set[str]:
+    return {r.path for r in response.results}
+
+
+def test_search_results_and_snippets(privacy_vault):
+    owner, agent = services(privacy_vault)
+    with owner, agent:
+        for mode in ("hybrid", "fts", "vector"):
+            mine = owner.search("Zitronenbaum", SearchOptions(mode=mode, log=False, limit=20))
+            theirs = agent.search("Zitronenbaum", SearchOptions(mode=mode, log=False, limit=20))
+            if mode != "vector":  # the owner finds every one by its words
+                assert HIDDEN <= paths_of(mine)
+            assert "Offen.md" in paths_of(theirs) and not HIDDEN & paths_of(theirs), mode
+            assert not any("Gehaltszahl" in r.snippet or "Krankenakte" in r.snippet for r in theirs.results)
+        # exact title and name mentions too
+        assert "Geheim.md" in paths_of(owner.search("Geheim", SearchOptions(log=False)))
+        assert "Geheim.md" not in paths_of(agent.search("Geheim", SearchOptions(log=False)))
+        assert not HIDDEN & paths_of(agent.search("was steht in Geheim und Ohne KI", SearchOptions(log=False)))
+
+
+def test_graph_expansion_sources(privacy_vault):
+    owner, agent = services(privacy_vault)
+    with owner, agent:
+        options = SearchOptions(mode="fts", log=False, expand=True, limit=20)
+        mine = owner.search("Gehaltszahl Garten", options)
+        geheim = next(r.note_id for r in mine.results if r.path == "Geheim.md")
+        nachbar = next(r for r in mine.results if r.path == "Nachbar.md")
+        assert geheim in nachbar.explain["graph"]["from"]  # Geheim links to Nachbar and lends it score
+        theirs = agent.search("Gehaltszahl Garten", options)
+        nachbar = next(r for r in theirs.results if r.path == "Nachbar.md")  # found by its own word
+        assert not any(geheim in r.explain.get("graph", {}).get("from", []) for r in theirs.results)
+        assert "graph" not in nachbar.explain
+
+
+def test_neighbours_and_their_evidence(privacy_vault):
+    owner, agent = services(privacy_vault)
+    with owner, agent:
+        mine = owner.neighbours("Offen")
+        theirs = agent.neighbours("Offen")
+        seen = {n.path for entries in theirs.groups.values() for n in entries}
+        assert {"Geheim.md", "Ohne KI.md"} <= {n.path for entries in mine.groups.values() for n in entries}
+        assert not HIDDEN & seen and "Hub.md" in seen
+        assert {n.path for n in mine.groups["search"]} & HIDDEN  # the owner's searches paired them
+        texts = json.dumps(theirs.as_dict(), ensure_ascii=False)
+        assert "Geheim" not in texts and "Ohne KI" not in texts and "Tagebuch" not in texts
+        change = next(n for n in mine.groups["change"] if n.path == "Hub.md")
+        assert "[[Geheim]]" in change.evidence  # the work-log row names the private note...
+        change = next(n for n in theirs.groups["change"] if n.path == "Hub.md")
+        assert change.evidence and "Geheim" not in change.evidence  # ...the agent gets the session keys only
+        with pytest.raises(NoteNotFound):
+            agent.neighbours("Geheim")
+
+
+def test_note_text(privacy_vault):
+    owner, agent = services(privacy_vault)
+    with owner, agent:
+        assert "Gehaltszahl" in owner.note("Geheim").text
+        assert owner.note("Ohne KI.md").ai_processing is False
+        for name in ("Geheim", "Geheim.md", "Privat/Tagebuch.md", "Tagebuch", "Ohne KI", "Unklar"):
+            with pytest.raises(NoteNotFound, match="no note"):
+                agent.note(name)
+        offen = agent.note("Offen")
+        assert offen.text.startswith("Ein Zitronenbaum") and "[[Hub]]" in offen.text
+        assert "Geheim" not in offen.text and "Ohne KI" not in offen.text  # its links to hidden notes are redacted
+        assert "[[Geheim]]" in owner.note("Offen").text
+
+
+def test_graph_stats_and_counts(privacy_vault):
+    owner, agent = services(privacy_vault)
+    with owner, agent:
+        mine, theirs = owner.graph_stats(), agent.graph_stats()
+        assert mine["most_connected"]["links"][0]["path"] == "Geheim.md"
+        listed = {e["path"] for entries in theirs["most_connected"].values() for e in entries}
+        assert listed and not HIDDEN & listed
+        assert theirs["counts"]["links"] < mine["counts"]["links"]
+        assert theirs["counts"]["search_pairs"] < mine["counts"]["search_pairs"]
+        mine, theirs = owner.status(), agent.status()
+        assert mine["notes_total"] - theirs["notes_total"] == len(HIDDEN)
+        assert theirs["chunks_total"] < mine["chunks_total"]
+        assert all(run["report"] == {} for run in theirs["recent_runs"])  # reports carry every note's path
+
+
+def test_no_model_reads_a_note_without_consent(privacy_vault):
+    settings, holder, fake, reranker = privacy_vault
+    assert fake.embedded_texts and not any("Krankenakte" in t or "unklar markiert" in t for t in fake.embedded_texts)
+    assert any("Gehaltszahl" in t for t in fake.embedded_texts)  # private is not "no AI": the owner's search uses it
+    with Service(settings, audience=Audience.OWNER, models=holder) as owner:
+        response = owner.search("Zitronenbaum Krankenakte", SearchOptions(log=False, limit=20))
+    assert "Ohne KI.md" in paths_of(response)  # the owner still finds it by its words...
+    assert reranker.seen and not any("Krankenakte" in p or "unklar markiert" in p for p in reranker.seen)
+    ohne = next(r for r in response.results if r.path == "Ohne KI.md")
+    assert "rerank" not in ohne.explain and "vector" not in ohne.explain  # ...but no model read it
+
+
+def test_search_log_keeps_audiences_apart(privacy_vault, monkeypatch):
+    settings, holder, *_ = privacy_vault
+    conn = open_database(settings.db_path)
+    pairs_before = conn.execute("SELECT count(*), sum(weight) FROM search_pairs").fetchone()
+    with Service(settings, audience=Audience.AGENT, models=holder) as agent:
+        agent.search("Garten Nachbar")
+    rows = conn.execute("SELECT audience, query FROM search_log ORDER BY search_id").fetchall()
+    assert rows[-1] == ("agent", "Garten Nachbar") and rows[0][0] == "owner"
+    assert conn.execute("SELECT count(*), sum(weight) FROM search_pairs").fetchone() == pairs_before
+    quiet = settings.with_values({"privacy": {"log_agent_queries": False}})
+    with Service(quiet, audience=Audience.AGENT, models=holder) as agent:
+        agent.search("Garten Zitronenbaum")
+    assert conn.execute("SELECT count(*) FROM search_log").fetchone()[0] == len(rows)
+    conn.close()
+
+
+def test_cli_audience_agent(privacy_vault, capsys):
+    settings, *_ = privacy_vault
+    db = str(settings.db_path)
+    assert main(["search", "Zitronenbaum", "--db", db, "--json", "--mode", "fts", "--no-log", "--limit", "20"]) == 0
+    assert HIDDEN <= {r["path"] for r in json.loads(capsys.readouterr().out)["results"]}
+    assert main(["search", "Zitronenbaum", "--db", db, "--json", "--mode", "fts", "--no-log", "--limit", "20",
+                 "--audience", "agent"]) == 0
+    out = capsys.readouterr().out
+    assert not HIDDEN & {r["path"] for r in json.loads(out)["results"]} and "Gehaltszahl" not in out
+    assert main(["note", "Geheim", "--db", db, "--audience", "agent"]) == 1
+    assert "no note" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("metadata, ai, private, warned", [
+    ({}, True, False, False),
+    ({"ai_processing": "none"}, False, False, False),
+    ({"ai_processing": "OFF"}, False, False, False),
+    ({"ai_processing": False}, False, False, False),  # YAML `no`
+    ({"ai_processing": "Yes"}, True, False, False),
+    ({"ai_processing": 1}, True, False, False),
+    ({"ai_processing": "vielleicht"}, False, False, True),
+    ({"ai_processing": None}, False, False, True),
+    ({"private": True}, True, True, False),
+    ({"private": "On"}, True, True, False),
+    ({"private": "false"}, True, False, False),
+    ({"private": "jein"}, True, True, True),
+    ({"visibility": "private"}, True, True, False),
+    ({"visibility": "Shared"}, True, False, False),
+    ({"visibility": "team"}, True, True, True),
+])
+def test_flags_are_parsed_strictly_and_fail_closed(metadata, ai, private, warned):
+    flags = read_flags(metadata)
+    assert (flags.ai_processing, flags.private, bool(flags.warnings)) == (ai, private, warned)
+
+
+def test_unknown_flag_value_is_a_warning_with_the_path(privacy_vault):
+    settings, *_ = privacy_vault
+    report = run_import(settings.db_path, privacy_vault_root(settings))
+    assert any(w.path == "Unklar.md" and "ai_processing: 'vielleicht'" in w.reason for w in report.warnings)
+
+
+def privacy_vault_root(settings):
+    conn = open_database(settings.db_path)
+    try:
+        from mindtui.store.meta import get_meta
+        from mindtui.vault.importer import VAULT_KEY
+
+        from pathlib import Path
+        return Path(get_meta(conn, VAULT_KEY))
+    finally:
+        conn.close()
+
+
+def test_private_paths_setting_applies_when_it_changes(privacy_vault, monkeypatch):
+    settings, holder, *_ = privacy_vault
+    root = privacy_vault_root(settings)
+    monkeypatch.setenv("MINDTUI_PRIVACY__PRIVATE_PATHS", "[]")
+    run_import(settings.db_path, root)
+    conn = open_database(settings.db_path)
+    flags = dict(conn.execute("SELECT path, private FROM notes").fetchall())
+    assert flags["Privat/Tagebuch.md"] == 0 and flags["Geheim.md"] == 1  # its own frontmatter still says so
+    monkeypatch.setenv("MINDTUI_PRIVACY__PRIVATE_PATHS", "[Journal/**]")
+    run_import(settings.db_path, root)
+    flags = dict(conn.execute("SELECT path, private FROM notes").fetchall())
+    conn.close()
+    assert flags["Journal/Arbeitslog.md"] == 1 and flags["Privat/Tagebuch.md"] == 0
