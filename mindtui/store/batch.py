@@ -61,3 +61,17 @@ def write_batches(conn: apsw.Connection, max_items: int = 100, max_seconds: floa
             batches._open = False
         raise
     batches.commit()
+
+
+@contextmanager
+def immediate(conn: apsw.Connection) -> Iterator[apsw.Connection]:
+    """One transaction that reads before it writes. BEGIN IMMEDIATE takes the write lock first
+    (waiting up to the busy timeout): a deferred transaction that read and then wants to write
+    fails at once with "database is locked" when another connection committed in between."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

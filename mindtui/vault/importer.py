@@ -28,7 +28,7 @@ from mindtui.errors import MassDeleteRefused
 from mindtui.progress import NEVER_CANCELLED, CancelToken, Progress, no_progress
 from mindtui.store import edges as edge_store
 from mindtui.store import notes as note_store
-from mindtui.store.batch import write_batches
+from mindtui.store.batch import immediate, write_batches
 from mindtui.store.identity import move_note_data
 from mindtui.store.meta import get_meta, set_meta
 from mindtui.text import analysis
@@ -161,7 +161,7 @@ class VaultImporter:
                 batches.item_done()
                 self.progress(done, total, path)
         self._relink(names, skip={ids[p] for p in parsed})
-        with self.conn:
+        with immediate(self.conn):
             self._apply_private_paths()
             set_meta(self.conn, FINGERPRINT_KEY, fingerprint)
             set_meta(self.conn, VAULT_KEY, str(self.vault.resolve()))
