@@ -99,9 +99,8 @@ def main() -> None:
         settings = load_settings()
         with tempfile.TemporaryDirectory() as tmp:
             conn = open_database(Path(tmp) / "sweep.db")
-            VaultImporter(conn, args.sweep, load_type_registry(settings.types_file),
-                          exclude=settings.get("import.exclude")).run()
-            report = run_embed_sweep(conn, ours)
+            VaultImporter(conn, args.sweep, load_type_registry(settings.types_file), settings).run()
+            report = run_embed_sweep(conn, ours, batch_size=settings.models.embed_batch)
             conn.close()
         print(f"sweep of {args.sweep}: {report.embedded} texts embedded ({report.duplicates} duplicate chunks "
               f"shared a vector) in {report.seconds / 60:.2f} min = {report.embedded / report.seconds:.2f} chunks/s")

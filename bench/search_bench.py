@@ -73,7 +73,7 @@ def main() -> int:
     vectors = conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
     queries = sample_queries(conn, args.queries, args.seed)
     engine = make_search_engine(conn, settings)
-    embedder = engine._embedder_provider()
+    embedder = engine.models.embedder(wait=True)
     engine.search("warm up", SearchOptions(log=False))
 
     rows = []

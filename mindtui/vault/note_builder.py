@@ -18,7 +18,7 @@ from mindtui.vault.scan import excluded_by
 from mindtui.vault.types import TypeRegistry
 
 # Bump when parsing or chunking changes meaning: the importer then re-reads every file.
-PARSER_VERSION = 2  # 2: id-like titles are left out of the embedded passage and the title words
+PARSER_VERSION = 3  # 2: id-like titles out of the embedded passage; 3: strict consent flags, private folders
 
 
 def sha256_hex(data: bytes | str) -> str:
