@@ -10,12 +10,13 @@ lock · 4 the database cannot be used · 5 configuration error · 130 interrupte
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from mindtui import __version__
 from mindtui.cli_text import job_summary, neighbours_text, report_table, search_text, status_text
@@ -174,7 +175,8 @@ def _print_warnings(warnings: list[dict], limit: int = 20) -> None:
         print(f"warning: ... and {len(warnings) - limit} more (see --json)", file=sys.stderr)
 
 
-def _cancel_on_interrupt() -> CancelToken:
+@contextlib.contextmanager
+def _cancel_on_interrupt() -> Iterator[CancelToken]:
     """The first Ctrl-C asks the running step to stop at a safe point; a second one stops at once."""
     token = CancelToken()
 
@@ -184,14 +186,18 @@ def _cancel_on_interrupt() -> CancelToken:
         token.cancel()
         print("\nmindtui: stopping at the next safe point (Ctrl-C again to stop at once)", file=sys.stderr)
 
-    signal.signal(signal.SIGINT, handler)
-    return token
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield token
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _run_job(args, service: Service, job: str, vault: Path | None, steps: list[str] | None) -> int:
     progress = StderrProgress(quiet=args.quiet)
-    result = service.run_job(job, steps=steps, vault=vault, progress=progress, message=progress.message,
-                             cancel=_cancel_on_interrupt(), allow_mass_delete=args.allow_mass_delete)
+    with _cancel_on_interrupt() as cancel:
+        result = service.run_job(job, steps=steps, vault=vault, progress=progress, message=progress.message,
+                                 cancel=cancel, allow_mass_delete=args.allow_mass_delete)
     progress.finish()
     for step in result.steps:
         _print_warnings(step.report.get("warnings", []))

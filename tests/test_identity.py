@@ -173,7 +173,7 @@ def test_an_empty_vault_folder_deletes_nothing(vault, db_path):
 def test_a_killed_import_with_renames_ends_like_an_uninterrupted_one(vault, tmp_path):
     """Renames are written note by note in grouped transactions: a SIGKILL in the middle, then a
     rerun, gives exactly what one uninterrupted run gives (ids included)."""
-    from test_crash_safety import N_NOTES, generate_vault, import_killed_when
+    from test_crash_safety import N_NOTES, generate_vault, import_killed_at
 
     generate_vault(vault)
     start = tmp_path / "start.db"
@@ -190,20 +190,11 @@ def test_a_killed_import_with_renames_ends_like_an_uninterrupted_one(vault, tmp_
     shutil.copy(start, crashed)
     report = run_import(clean, vault.root)
     assert report.notes_renamed == N_NOTES // 2 and report.notes_deleted == 0
-    moved = "SELECT count(*) FROM notes WHERE path LIKE 'Umgezogen/%'"
-
-    def count_moved(db):
-        try:
-            conn = open_database(db, migrate=False, readonly=True)
-        except Exception:  # the child holds the file mid-write; try again
-            return 0
-        try:
-            return conn.execute(moved).fetchone()[0]
-        finally:
-            conn.close()
-
-    assert import_killed_when(crashed, vault.root, lambda db: count_moved(db) >= 100)
-    assert 0 < count_moved(crashed) < N_NOTES // 2
+    import_killed_at(crashed, vault.root, "commit", 2)  # SIGKILL right after the second transaction
+    conn = open_database(crashed, migrate=False, readonly=True)
+    moved = conn.execute("SELECT count(*) FROM notes WHERE path LIKE 'Umgezogen/%'").fetchone()[0]
+    conn.close()
+    assert 0 < moved < N_NOTES // 2
     run_import(crashed, vault.root)
     assert dump_database(crashed) == dump_database(clean)
 

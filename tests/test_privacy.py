@@ -8,6 +8,7 @@ only the open ones. Plumbing with fakes that record what they are handed (named 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from fakes import DeterministicFakeEmbedder, RecordingReranker
@@ -19,6 +20,7 @@ from mindtui.errors import NoteNotFound
 from mindtui.models.holder import ModelHolder
 from mindtui.service import SearchOptions, Service
 from mindtui.store import open_database
+from mindtui.store.meta import VAULT_KEY, get_meta
 from mindtui.vault.flags import read_flags
 
 from conftest import run_import
@@ -217,12 +219,9 @@ def test_unknown_flag_value_is_a_warning_with_the_path(privacy_vault):
 
 
 def privacy_vault_root(settings):
+    """The vault the fixture imported (recorded in meta by every import)."""
     conn = open_database(settings.db_path)
     try:
-        from mindtui.store.meta import get_meta
-        from mindtui.vault.importer import VAULT_KEY
-
-        from pathlib import Path
         return Path(get_meta(conn, VAULT_KEY))
     finally:
         conn.close()

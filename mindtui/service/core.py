@@ -29,11 +29,10 @@ from mindtui.store import edges as edge_store
 from mindtui.store import jobs as job_store
 from mindtui.store import notes as note_store
 from mindtui.store import vectors as vector_store
-from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
+from mindtui.store.meta import EMBEDDING_MODEL_KEY, VAULT_KEY, get_meta
 from mindtui.store.migrate import schema_version
 from mindtui.store.pool import ConnectionPool
 from mindtui.store.visibility import hidden_note_names
-from mindtui.vault.importer import VAULT_KEY
 from mindtui.vault.types import TypeRegistry, load_type_registry
 
 Say = Callable[[str], None]

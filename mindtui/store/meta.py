@@ -6,6 +6,8 @@ import apsw
 
 # The embedding model whose vectors the store holds (written by the embedding sweep).
 EMBEDDING_MODEL_KEY = "embedding_model"
+# The vault folder the last import read (absolute), where a note's file is found again.
+VAULT_KEY = "vault_root"
 
 
 def get_meta(conn: apsw.Connection, key: str) -> str | None:

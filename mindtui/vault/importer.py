@@ -30,7 +30,7 @@ from mindtui.store import edges as edge_store
 from mindtui.store import notes as note_store
 from mindtui.store.batch import immediate, write_batches
 from mindtui.store.identity import move_note_data
-from mindtui.store.meta import get_meta, set_meta
+from mindtui.store.meta import VAULT_KEY, get_meta, set_meta
 from mindtui.text import analysis
 from mindtui.vault.edges import reference_edges, structure_edges
 from mindtui.vault.markdown import NotMarkdownError
@@ -45,9 +45,8 @@ from mindtui.vault.types import TypeRegistry
 
 FINGERPRINT_KEY = "import_fingerprint"
 PRIVACY_KEY = "privacy_paths"
-VAULT_KEY = "vault_root"
 
-__all__ = ["VaultImporter", "ImportReport", "FINGERPRINT_KEY", "VAULT_KEY"]
+__all__ = ["VaultImporter", "ImportReport", "FINGERPRINT_KEY"]
 
 
 def import_fingerprint(registry: TypeRegistry) -> str:
@@ -123,9 +122,10 @@ class VaultImporter:
 
         # A folder that could not be listed (or an unmounted link target) keeps its notes.
         kept = {p: s for p, s in states.items() if p not in files and under_any(p, scan.unlisted)}
-        if kept:
-            self._warn(", ".join(sorted(scan.unlisted))[:200],
-                       f"{len(kept)} indexed note(s) there kept as they were (their folder cannot be read now)")
+        for prefix in sorted(scan.unlisted):
+            count = sum(1 for p in kept if under_any(p, {prefix}))
+            if count:
+                self._warn(prefix, f"{count} indexed note(s) kept as they were: this cannot be read now")
         present = set(parsed) | set(unchanged) | set(kept)
         vanished = [s for p, s in sorted(states.items()) if p not in present]
         renames = self._renames(parsed, states, vanished)
