@@ -240,3 +240,15 @@ def test_private_paths_setting_applies_when_it_changes(privacy_vault, monkeypatc
     flags = dict(conn.execute("SELECT path, private FROM notes").fetchall())
     conn.close()
     assert flags["Journal/Arbeitslog.md"] == 1 and flags["Privat/Tagebuch.md"] == 0
+
+
+def test_hidden_notes_cannot_crowd_visible_ones_out_of_an_agents_results(vault, db_path):
+    """Sixty private notes outrank the one open note by BM25; the agent still gets the open one."""
+    for n in range(60):
+        vault.write(f"Privat/Akte {n}.md", "---\nprivate: true\n---\nQuittenbaum Quittenbaum Quittenbaum.\n")
+    vault.write("Offen.md", "Ein Quittenbaum, einmal erwähnt, zwischen vielen anderen Wörtern im Garten.\n")
+    run_import(db_path, vault.root)
+    settings = load_settings().with_values({"db": str(db_path), "search": {"candidate_pool": 5}})
+    with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
+        response = agent.search("Quittenbaum", SearchOptions(mode="fts", log=False))
+    assert [r.path for r in response.results] == ["Offen.md"]

@@ -139,7 +139,8 @@ class SearchEngine:
         expression = fts_expression(query)
         if expression is None:
             return []
-        hits = store.fts_chunks(self.conn, expression, pool * 4, options.note_type, options.tag, options.path)
+        hits = store.fts_chunks(self.conn, expression, pool * 4, options.note_type, options.tag, options.path,
+                                restricted=self.audience is not Audience.OWNER)
         return _best_per_note(hits)[:pool]
 
     def _vector(self, query: str, options: SearchOptions, pool: int, notices: list[str]) -> list[store.ChunkHit]:
@@ -161,7 +162,9 @@ class SearchEngine:
         except Exception as exc:  # a llama.cpp failure mid-query must not take the search down with it
             notices.append(f"vector search failed ({type(exc).__name__}: {exc}); full-text results only")
             return []
-        hits = vector_store.knn(self.conn, vector, pool * (4 if options.filtered else 2))
+        # Filters (and an agent's hidden notes) drop hits after the KNN: ask for more then.
+        wide = options.filtered or self.audience is not Audience.OWNER
+        hits = vector_store.knn(self.conn, vector, pool * (4 if wide else 2))
         min_cosine = self.options.min_cosine
         similarities = {h.embedding_id: 1.0 - h.distance for h in hits if 1.0 - h.distance >= min_cosine}
         chunks = store.chunks_for_embeddings(self.conn, similarities, options.note_type, options.tag, options.path)

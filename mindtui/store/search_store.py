@@ -50,8 +50,10 @@ def _filters(note_type: str | None, tag: str | None, path_prefix: str | None) ->
 
 
 def fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: str | None = None,
-               tag: str | None = None, path_prefix: str | None = None) -> list[ChunkHit]:
-    if not (note_type or tag or path_prefix):
+               tag: str | None = None, path_prefix: str | None = None, restricted: bool = False) -> list[ChunkHit]:
+    """restricted: the connection hides notes (an agent's): filter inside the ranking query, so
+    hidden notes' chunks cannot crowd visible ones out of the top `limit`."""
+    if not (note_type or tag or path_prefix or restricted):
         # FTS5's own top-k path (`rank` set to the weighted bm25): no join per matching row.
         rows = conn.execute(
             "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?",
