@@ -21,7 +21,7 @@ from mindtui.errors import InputError
 from mindtui.jobs.runner import StepError, run_job
 from mindtui.progress import StepProgress
 from mindtui.store import open_database
-from mindtui.store.meta import get_meta, set_meta
+from mindtui.store.meta import get_meta_if_any, set_meta
 
 SCRATCH_KEY = "scratch"
 
@@ -38,8 +38,7 @@ def claim_scratch(settings: Settings, db_path: Path, purpose: str) -> None:
     if db_path.exists() and db_path.stat().st_size > 0:
         conn = open_database(db_path, migrate=False, readonly=True)
         try:
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
-            marker = get_meta(conn, SCRATCH_KEY) if "meta" in tables else None
+            marker = get_meta_if_any(conn, SCRATCH_KEY)
         finally:
             conn.close()
         if marker is None:

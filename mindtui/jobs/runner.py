@@ -22,6 +22,7 @@ from mindtui.jobs.lock import JobLock
 from mindtui.progress import NEVER_CANCELLED, CancelToken, StepProgress
 from mindtui.store import jobs as job_store
 from mindtui.store import open_database
+from mindtui.store.meta import rollback_open_transaction
 
 
 def _no_progress(step: str, done: int, total: int, detail: str) -> None:
@@ -200,8 +201,7 @@ def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
                     report = _report_of(exc)
                     if not isinstance(exc, (MindtuiError, OperationFailed)):
                         report["traceback"] = traceback.format_exc(limit=8)
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                rollback_open_transaction(conn)
                 job_store.finish_step(conn, run_id, status, report, error)
                 result.steps.append(StepResult(name, status, report, error, run_id))
                 if status == "cancelled":

@@ -20,6 +20,7 @@ from mindtui.search import fusion
 from mindtui.search.query import fts_expression, query_stems
 from mindtui.store import search_store as store
 from mindtui.store import vectors as vector_store
+from mindtui.store.meta import data_version
 from mindtui.store.visibility import audience_of
 from mindtui.text import analysis
 from mindtui.text.analysis import stem_all_languages
@@ -322,7 +323,7 @@ class SearchEngine:
         `PRAGMA data_version` moves when another connection commits (an import, an edit), so a
         long-lived engine (TUI, MCP server) reads all titles once, not on every keystroke.
         """
-        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        version = data_version(self.conn)
         if self._title_cache is None or self._title_cache[0] != version:
             exact: dict[str, set[str]] = {}
             by_words: dict[str, set[str]] = {}

@@ -29,7 +29,7 @@ from mindtui.store import edges as edge_store
 from mindtui.store import jobs as job_store
 from mindtui.store import notes as note_store
 from mindtui.store import vectors as vector_store
-from mindtui.store.meta import EMBEDDING_MODEL_KEY, VAULT_KEY, get_meta
+from mindtui.store.meta import EMBEDDING_MODEL_KEY, VAULT_KEY, data_version, get_meta
 from mindtui.store.migrate import schema_version
 from mindtui.store.pool import ConnectionPool
 from mindtui.store.visibility import hidden_note_names
@@ -88,7 +88,7 @@ class Service:
         """For an agent: text with links to hidden notes taken out (see service.redact)."""
         if self.audience is Audience.OWNER:
             return lambda text: text
-        version = pooled.conn.execute("PRAGMA data_version").fetchone()[0]
+        version = data_version(pooled.conn)
         cached = pooled.cache.get("hidden_names")
         if cached is None or cached[0] != version:
             cached = pooled.cache["hidden_names"] = (version, hidden_note_names(pooled.conn))

@@ -20,3 +20,21 @@ def set_meta(conn: apsw.Connection, key: str, value: str) -> None:
         "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
+
+
+def get_meta_if_any(conn: apsw.Connection, key: str) -> str | None:
+    """Like get_meta, for a file that may not have the table yet (a database not made by mindtui)."""
+    if conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'meta'").fetchone() is None:
+        return None
+    return get_meta(conn, key)
+
+
+def data_version(conn: apsw.Connection) -> int:
+    """Moves whenever another connection commits: a cache built on this connection is stale then."""
+    return conn.execute("PRAGMA data_version").fetchone()[0]
+
+
+def rollback_open_transaction(conn: apsw.Connection) -> None:
+    """End a transaction a failed step left open (its work is not kept)."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
