@@ -75,10 +75,12 @@ def search_pairs_of(conn: apsw.Connection, note_id: str, limit: int = 200) -> li
 
 
 def recent_searches_with(conn: apsw.Connection, note_id: str, limit: int = 500) -> list[tuple[str, list[str]]]:
-    """(query, result note ids) of the latest logged searches that returned the note: one scan, for evidence."""
+    """(query, result note ids) of the latest owner searches that returned the note (the ones that
+    teach search pairs): one scan, for evidence. An agent's connection sees no owner searches."""
     return [(query, json.loads(results)) for query, results in conn.execute(
-        "SELECT query, results FROM search_log WHERE EXISTS (SELECT 1 FROM json_each(results) WHERE value = ?)"
-        " ORDER BY search_id DESC LIMIT ?", (note_id, limit))]
+        "SELECT query, results FROM search_log WHERE audience = 'owner'"
+        " AND EXISTS (SELECT 1 FROM json_each(results) WHERE value = ?) ORDER BY search_id DESC LIMIT ?",
+        (note_id, limit))]
 
 
 def notes_by_id(conn: apsw.Connection, note_ids: list[str]) -> dict[str, NoteRef]:
