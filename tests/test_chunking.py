@@ -69,10 +69,15 @@ def test_long_section_splits_at_paragraphs_then_sentences_then_words():
 
 
 def test_code_fence_is_not_cut_at_blank_lines():
-    code = "```python\n" + "\n\n".join(f"a{i} = {i}" for i in range(5)) + "\n```"
-    chunks = chunks_of(f"# Code\n{paragraph(60)}\n\n{code}\n", ChunkProfile("p", 100, 10, 3))
-    holding = [c for c in chunks if "a0 = 0" in c.text]
-    assert len(holding) == 1 and "a4 = 4" in holding[0].text
+    """A paragraph that nearly fills the budget, then five short blocks: as plain paragraphs the first
+    ones are packed onto the paragraph's chunk; inside a code fence the blank lines are no boundary."""
+    lines = "\n\n".join(f"a{i} = {i}" for i in range(5))
+    profile = ChunkProfile("p", 100, 10, 3)
+    plain = chunks_of(f"# Code\n{paragraph(16)}\n\n{lines}\n", profile)
+    assert len([c for c in plain if "a0 = 0" in c.text or "a4 = 4" in c.text]) == 2  # split between them
+    fenced = chunks_of(f"# Code\n{paragraph(16)}\n\n```python\n{lines}\n```\n", profile)
+    holding = [c for c in fenced if "a0 = 0" in c.text or "a4 = 4" in c.text]
+    assert len(holding) == 1 and holding[0].text.startswith("```python") and holding[0].text.endswith("a4 = 4\n```")
 
 
 def test_empty_body_gives_no_chunks():
@@ -85,6 +90,12 @@ def test_no_chunk_ever_exceeds_its_budget(text, max_tokens):
     profile = ChunkProfile("prop", max_tokens=max_tokens, min_tokens=10, split_levels=3)
     for chunk in chunk_note("Ein Titel", parse_note(text, "p.md"), profile):
         assert chunk.token_count <= min(max_tokens, 504)
+    # The same text after a first paragraph: never nothing to check.
+    chunks = chunk_note("Ein Titel", parse_note("Anfang\n\n" + text, "p.md"), profile)
+    assert chunks and chunks[0].text.startswith("Anfang")
+    for chunk in chunks:
+        assert chunk.token_count <= min(max_tokens, 504)
+        assert estimate_tokens(passage_text("Ein Titel", chunk.heading_path, chunk.text)) == chunk.token_count
 
 
 @pytest.mark.parametrize("title, id_like", [

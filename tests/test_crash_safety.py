@@ -6,7 +6,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 
 import apsw
 import pytest
@@ -31,52 +30,69 @@ def generate_vault(vault, seed: int = 7) -> None:
 
 
 def count(db_path, sql: str) -> int:
-    """Read from the database while the import writes to it (WAL allows that)."""
-    if not db_path.exists():
-        return 0
+    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
-        conn.set_busy_timeout(100)
-        try:
-            return conn.execute(sql).fetchone()[0]
-        finally:
-            conn.close()
-    except apsw.Error:
-        return 0
+        return conn.execute(sql).fetchone()[0]
+    finally:
+        conn.close()
 
 
 def notes_in(db_path) -> int:
-    return count(db_path, "SELECT count(*) FROM notes")
+    return count(db_path, "SELECT count(*) FROM notes") if db_path.exists() else 0
 
 
-def import_killed_when(db_path, vault_root, ready) -> bool:
-    """Start `mindtui index`, SIGKILL it as soon as ready(db_path) holds; True if it was killed."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mindtui", "index", str(vault_root), "--db", str(db_path), "--quiet"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 120
-    while process.poll() is None and time.monotonic() < deadline:
-        if ready(db_path):
-            process.send_signal(signal.SIGKILL)
-            process.wait()
-            return True
-        time.sleep(0.005)
-    process.wait()
-    return False
+# `mindtui index` in a child process that SIGKILLs itself at a chosen point of the import's own work:
+#   note N    right after the N-th note row is inserted, before its chunks and edges (mid-transaction);
+#   commit N  right after the N-th call of WriteBatches.commit (the N-th group of notes committed).
+# Counting the import's own calls makes the kill land at the same point on any machine.
+IMPORT_KILLED_AT = """
+import os, signal, sys
+from mindtui.cli import main
+from mindtui.store import batch, notes
+
+point, when = sys.argv[1], int(sys.argv[2])
+calls = 0
+
+def killing_after(original):
+    def wrapper(*args, **kwargs):
+        global calls
+        result = original(*args, **kwargs)
+        calls += 1
+        if calls == when:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+    return wrapper
+
+if point == "note":
+    notes.insert_note = killing_after(notes.insert_note)
+else:
+    batch.WriteBatches.commit = killing_after(batch.WriteBatches.commit)
+main(["index", sys.argv[3], "--db", sys.argv[4], "--quiet"])
+sys.exit(3)  # the import ended before the kill point
+"""
 
 
-@pytest.mark.parametrize("kill_points", [[1, 150, 420], [299]])
+def import_killed_at(db_path, vault_root, point: str, when: int) -> None:
+    """Run `mindtui index` and kill it at the `when`-th `point` ("note" or "commit")."""
+    done = subprocess.run([sys.executable, "-c", IMPORT_KILLED_AT, point, str(when), str(vault_root), str(db_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGKILL, f"not killed at {point} {when}: exit {done.returncode} {done.stderr}"
+
+
+@pytest.mark.parametrize("kill_points", [[("note", 1), ("commit", 1), ("note", 420)], [("note", 299)]])
 def test_killed_cold_import_then_rerun_equals_clean(vault, tmp_path, kill_points):
     generate_vault(vault)
     clean = tmp_path / "clean.db"
     run_import(clean, vault.root)
 
     crashed = tmp_path / "crashed" / "mindtui.db"
-    killed = [import_killed_when(crashed, vault.root, lambda db, n=point: notes_in(db) >= n)
-              for point in kill_points]
-    assert any(killed), "the import finished before it could be killed; the test proves nothing"
-    assert 0 < notes_in(crashed) < N_NOTES or not killed[-1]
+    for point, when in kill_points:
+        import_killed_at(crashed, vault.root, point, when)
+        if point == "commit":  # a committed part stays after the kill
+            assert 0 < notes_in(crashed) < N_NOTES
+        # An unfinished import left no fingerprint, so the next run writes every note again
+        # and reaches the next kill point.
+    assert notes_in(crashed) < N_NOTES
     run_import(crashed, vault.root)
     assert dump_database(crashed) == dump_database(clean)
 
@@ -95,8 +111,11 @@ def test_killed_incremental_import_then_rerun_equals_clean(vault, tmp_path):
     clean = tmp_path / "clean.db"
     run_import(clean, vault.root)
 
-    # Kill once 100 rewritten notes are in (the table then holds old and new versions).
-    rewritten = "SELECT count(*) FROM notes WHERE word_count < 8"
-    assert import_killed_when(crashed, vault.root, lambda db: count(db, rewritten) >= 100)
+    # Killed in the middle of the 150th rewritten note; the groups committed before it stay (a group
+    # holds at most 100 items: 30 deletions and 70 notes at the latest), so the table then holds
+    # old and new versions side by side.
+    import_killed_at(crashed, vault.root, "note", 150)
+    new_versions = count(crashed, "SELECT count(*) FROM notes WHERE word_count < 8")  # rewritten or new
+    assert 0 < new_versions < 150
     run_import(crashed, vault.root)
     assert dump_database(crashed) == dump_database(clean)

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -121,42 +120,76 @@ def test_unexpected_build_result_is_a_clear_error(tmp_path, monkeypatch):
         ensure_embedding_model(load_settings())
 
 
-def test_models_status_and_build_commands(real_model):
+def test_models_status_and_build_commands(real_model, tmp_path):
     status = subprocess.run([sys.executable, "-m", "mindtui", "models", "status", "--json"],
                             capture_output=True, text=True, timeout=60, check=True)
     entries = {e["role"]: e for e in json.loads(status.stdout)["models"]}
     assert entries["embedding"]["usable"] and entries["embedding"]["sha256"] == files.E5_GGUF_SHA256
     assert not entries["reranker"]["usable"] and "not configured" in entries["reranker"]["reason"]
+    # `models build` into an empty folder: the pinned bytes, where status then finds them usable.
+    env = {**os.environ, "MINDTUI_MODELS__DIR": str(tmp_path / "built")}
+    empty = subprocess.run([sys.executable, "-m", "mindtui", "models", "status", "--json"],
+                           capture_output=True, text=True, timeout=60, check=True, env=env)
+    assert not {e["role"]: e for e in json.loads(empty.stdout)["models"]}["embedding"]["usable"]
+    built = subprocess.run([sys.executable, "-m", "mindtui", "models", "build", "--json", "-q"],
+                           capture_output=True, text=True, timeout=300, env=env)
+    assert built.returncode == 0, built.stderr
+    result = json.loads(built.stdout)
+    assert result["path"] == str(tmp_path / "built" / files.E5_FILE_NAME)
+    assert result["sha256"] == files.E5_GGUF_SHA256 == files.sha256_file(tmp_path / "built" / files.E5_FILE_NAME)
+    after = subprocess.run([sys.executable, "-m", "mindtui", "models", "status", "--json"],
+                           capture_output=True, text=True, timeout=60, check=True, env=env)
+    assert {e["role"]: e for e in json.loads(after.stdout)["models"]}["embedding"]["usable"]
+
+
+# Runs the embedding sweep as `mindtui embed` would (the configured model, batches of 4) and SIGKILLs
+# its own process from the progress callback, which the sweep calls after each batch is committed:
+# the kill lands after exactly the given number of texts, whatever the speed of the machine.
+SWEEP_KILLED_AFTER = """
+import os, signal, sys
+from mindtui.config import load_settings
+from mindtui.models.embedder import Embedder
+from mindtui.models.files import ensure_embedding_model
+from mindtui.models.sweep import run_embed_sweep
+from mindtui.store import open_database
+
+db, kill_after = sys.argv[1], int(sys.argv[2])
+settings = load_settings()
+model = ensure_embedding_model(settings)
+embedder = Embedder(model.path, model.model_id, n_threads=2)
+
+def progress(done, total, detail):
+    if done >= kill_after:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+run_embed_sweep(open_database(db), embedder, batch_size=4, progress=progress)
+sys.exit(3)  # the sweep finished without reaching the kill point
+"""
 
 
 def test_embed_command_is_incremental_and_resumable(real_model, vault, db_path):
     for i in range(48):
         vault.write(f"Notiz {i}.md", f"Notiz {i} über Wissensmanagement, Thema {i % 5}. " * 12 + "\n")
     run_import(db_path, vault.root)
+    killed = subprocess.run([sys.executable, "-c", SWEEP_KILLED_AFTER, str(db_path), "8"],
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    conn = open_database(db_path)
+    (embedded,) = conn.execute("SELECT count(*) FROM embeddings").fetchone()
+    conn.close()
+    assert embedded == 8  # two committed batches of 4; the kill lost nothing that was committed
     env = {**os.environ, "MINDTUI_MODELS__EMBED_BATCH": "4"}
-    process = subprocess.Popen([sys.executable, "-m", "mindtui", "embed", "--db", str(db_path), "--quiet"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    deadline = time.monotonic() + 120
-    embedded = 0
-    while process.poll() is None and time.monotonic() < deadline:
-        conn = open_database(db_path)
-        (embedded,) = conn.execute("SELECT count(*) FROM embeddings").fetchone()
-        conn.close()
-        if embedded >= 8:
-            process.send_signal(signal.SIGKILL)
-            break
-        time.sleep(0.02)
-    process.wait()
-    assert 8 <= embedded < 48, "the sweep must be killed in the middle"
     done = subprocess.run([sys.executable, "-m", "mindtui", "embed", "--db", str(db_path), "--json"],
                           capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert {"embedded", "skipped", "model", "seconds"} <= set(report)
+    assert (report["embedded"], report["skipped"], report["removed"]) == (40, 8, 0)  # exactly the rest
+    assert report["model"] == files.E5_MODEL_ID
     conn = open_database(db_path)
     (total,) = conn.execute("SELECT count(*) FROM embeddings").fetchone()
     conn.close()
-    assert total == 48 and report["embedded"] == 48 - report["skipped"] and report["skipped"] >= embedded
+    assert total == 48
     again = subprocess.run([sys.executable, "-m", "mindtui", "embed", "--db", str(db_path), "--json"],
                            capture_output=True, text=True, timeout=120, env=env)
-    assert json.loads(again.stdout)["embedded"] == 0
+    assert again.returncode == 0, again.stderr
+    assert (json.loads(again.stdout)["embedded"], json.loads(again.stdout)["skipped"]) == (0, 48)

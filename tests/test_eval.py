@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 
 import pytest
@@ -29,13 +30,17 @@ def test_graded_ndcg_mrr_hit_recall():
     assert hit_at(ranked, judgments, 2) == 0.0 and hit_at(ranked, judgments, 3) == 1.0
     assert recall_at(ranked, judgments, 10) == 0.5
     assert ndcg_at(["a", "c", "b"], judgments, 10) == pytest.approx(1.0)
+    # The cut-off applies to the ranking and to the ideal alike: at k=2 only "b" counts, against 1 + 1/log2(3).
+    assert ndcg_at(ranked, judgments, 2) == pytest.approx((0.5 / 1.5849625) / (1.0 + 1.0 / 1.5849625), rel=1e-6)
+    assert mrr_at(ranked, judgments, 2) == 0.0 and recall_at(ranked, judgments, 2) == 0.0
+    assert recall_at(ranked, judgments, 3) == 0.5 and ndcg_at(["x"], judgments, 10) == 0.0
     scores = score_runs({"q1": ["a"], "q2": []}, {"q1": {"a": 1.0}, "q2": {"b": 1.0}, "q3": {"z": 0.5}}, ["hit@1"])
     assert scores == {"hit@1": 0.5}  # q3 has no fully relevant document: not judged
 
 
 def test_beir_loader_skips_header_and_unjudged_queries(tmp_path):
     beir = load_beir(TINY_BEIR)
-    assert len(beir.corpus) == 6 and set(beir.queries) == {"q1", "q2", "q3", "q4"}
+    assert len(beir.corpus) == 8 and set(beir.queries) == {"q1", "q2", "q3", "q4", "q6"}  # q5 is unjudged
     assert beir.qrels["q4"] == {"d1": 1.0}  # score 0 is not relevant
     paths = write_beir_vault(beir, tmp_path / "vault")
     assert paths["d1.md"] == "d1" and (tmp_path / "vault" / "d1.md").read_text().startswith('---\ntitle: "Sourdough')
@@ -50,7 +55,7 @@ def test_beir_variant_shares_its_parents_queries(tmp_path):
     (variant / "qrels").mkdir(parents=True)
     shutil.copy(TINY_BEIR / "corpus.jsonl", variant / "corpus.jsonl")
     shutil.copy(TINY_BEIR / "qrels" / "test.tsv", variant / "qrels" / "test.tsv")
-    assert len(load_beir(variant).queries) == 4
+    assert len(load_beir(variant).queries) == 5
 
 
 @pytest.mark.parametrize("content, message", [
@@ -106,13 +111,25 @@ def run_eval(capsys, *args) -> dict:
 
 
 def test_eval_beir_end_to_end(capsys, tmp_path, real_model):
+    """Each query of the tiny set has one relevant document. By words: q1 and q4 share words with
+    theirs only (rank 1); q2 and q3 share none (fts finds nothing relevant); q6 "why does a shot protect
+    the body from a disease" names "disease" once in the vaccine text, while the basketball note "Jump shot"
+    is shorter and wins the word "shot" (fts rank 2; measured BM25 z-scores 2.35 vs 0.58). By meaning the
+    relevant document is first for every query (q6: vaccine z 3.40, "Sweat" 1.92, "Jump shot" 1.17), and
+    the fusion must carry that through q6's word ranking (measured fused 1.99 vs 1.76)."""
     report = run_eval(capsys, "beir", str(TINY_BEIR), "--scratch", str(tmp_path))
-    assert report["queries"] == 4 and set(report["systems"]) == {"fts", "vector", "hybrid"}
-    for values in report["systems"].values():
-        assert set(values) == {"ndcg@10", "mrr@10", "recall@10", "recall@100"}
-    # The paraphrased queries share few words with their documents: meaning must carry them.
-    assert report["systems"]["vector"]["mrr@10"] >= 0.75
-    assert report["systems"]["hybrid"]["recall@10"] == 1.0
+    assert report["queries"] == 5 and report["documents"] == 8
+    assert set(report["systems"]) == {"fts", "vector", "hybrid"}
+    perfect = {"ndcg@10": 1.0, "mrr@10": 1.0, "recall@10": 1.0, "recall@100": 1.0}
+    assert report["systems"]["vector"] == perfect
+    assert report["systems"]["hybrid"] == perfect  # q6 first although words put it second
+    # fts, by hand: reciprocal ranks 1, 0, 0, 1, 1/2; the log2 discount of rank 2 is 1/log2(3).
+    assert report["systems"]["fts"] == {
+        "ndcg@10": round((1 + 0 + 0 + 1 + 1 / math.log2(3)) / 5, 4),  # 0.5262
+        "mrr@10": (1 + 0 + 0 + 1 + 0.5) / 5,
+        "recall@10": 3 / 5,
+        "recall@100": 3 / 5,
+    }
 
 
 def test_eval_golden_meets_the_measured_bar(capsys, tmp_path, real_model, embedded_sample_db):

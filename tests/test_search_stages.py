@@ -51,6 +51,7 @@ def test_expansion_counts_the_strongest_lender_not_the_sum(linked_vault):
     assert len(lenders) >= 2
     assert backen.explain["graph"]["gain"] == pytest.approx(0.2 * max(r.explain["weighted"] for r in lenders),
                                                             rel=1e-3)
+    assert backen.score < min(r.score for r in lenders)  # the sum of five lenders would put it above the hubs
 
 
 def test_expansion_respects_filters(linked_vault):
@@ -167,6 +168,14 @@ class BackwardsReranker:
 
 
 def test_reranking_never_pushes_an_exact_title_match_down(linked_vault):
+    """"Kuchen" is the title of Kochen/Kuchen.md and a word of five other notes: a reranker that reverses
+    whatever it is shown reverses those five, while the exact title match stays first and is never scored."""
     engine = SearchEngine(linked_vault, load_settings(), ModelsFromCallables(reranker=lambda: BackwardsReranker()))
-    response = engine.search("Backofen", SearchOptions(mode="fts", log=False))
-    assert paths(response)[0] == "Werkstatt.md" and "rerank" not in response.results[0].explain
+    fused = engine.search("Kuchen", SearchOptions(mode="fts", log=False, expand=False, rerank=False))
+    response = engine.search("Kuchen", SearchOptions(mode="fts", log=False, expand=False))
+    assert paths(fused)[0] == "Kochen/Kuchen.md" and fused.results[0].explain["protected"]
+    assert set(paths(fused)[1:]) == {"Themen/Hub0.md", "Themen/Hub1.md", "Themen/Hub2.md", "Themen/Hub3.md",
+                                     "Themen/Backen.md"}
+    assert paths(response) == paths(fused)[:1] + paths(fused)[1:][::-1]
+    assert "rerank" not in response.results[0].explain
+    assert [r.explain["rerank"]["rank"] for r in response.results[1:]] == [1, 2, 3, 4, 5]

@@ -9,7 +9,6 @@ import zipfile
 import apsw
 import pytest
 
-from mindtui import locations
 from mindtui.store import APPLICATION_ID, DatabaseError, DatabaseTooNewError, open_database
 from mindtui.store.migrate import Migration, apply_migrations, latest_version, load_migrations
 
@@ -94,6 +93,8 @@ def test_migrations_and_defaults_ship_inside_the_wheel(tmp_path):
                     "-w", str(out), str(REPO)], check=True, capture_output=True, timeout=300)
     (wheel,) = out.glob("mindtui-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for migration in locations.migrations_dir().glob("*.sql"):
-        assert f"mindtui/_migrations/{migration.name}" in names
+    migrations = sorted(m.name for m in (REPO / "migrations").glob("*.sql"))  # the checkout's numbered files
+    assert len(migrations) == latest_version() >= 4
+    assert sorted(n.removeprefix("mindtui/_migrations/") for n in names
+                  if n.startswith("mindtui/_migrations/") and n.endswith(".sql")) == migrations
     assert "mindtui/_defaults/types.yaml" in names and "mindtui/_defaults/mindtui.yaml" in names
