@@ -2,6 +2,10 @@
 
 Every chunk's embedded text (title, heading path, body; see `passage_text`) stays within
 its profile's max_tokens, which itself stays below the model's 512-token window.
+
+Token counts are estimated once per text: the estimate is additive over texts joined by
+whitespace (see `mindtui.text.tokens`), so a piece carries `tokens` (its content_tokens) and
+the count of a join, or of a passage (context line + "\n" + body), is a sum.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from dataclasses import dataclass
 
 from mindtui.text.names import passage_text
 from mindtui.vault.markdown import Heading, ParsedNote
-from mindtui.text.tokens import estimate_tokens
+from mindtui.text.tokens import SPECIAL_TOKENS, content_tokens
 from mindtui.vault.types import HARD_TOKEN_LIMIT, ChunkProfile
 
 # Room for the embedder's "passage: " prefix and rounding.
@@ -37,6 +41,7 @@ class _Piece:
     first: int  # body line indexes, inclusive
     last: int
     whole_section: bool
+    tokens: int  # content_tokens(text)
 
 
 def _sections(parsed: ParsedNote, split_levels: int) -> list[_Piece]:
@@ -57,7 +62,8 @@ def _sections(parsed: ParsedNote, split_levels: int) -> list[_Piece]:
             heading_md = ""
         text = "\n".join(parsed.lines[body_first:end]).strip()
         if text or heading is not None:
-            pieces.append(_Piece([h.text for h in stack], heading_md, text, start, max(start, end - 1), True))
+            pieces.append(_Piece([h.text for h in stack], heading_md, text, start, max(start, end - 1), True,
+                                 content_tokens(text)))
     return pieces
 
 
@@ -79,82 +85,107 @@ def _blocks(lines: list[str], first: int, last: int, fences: list[tuple[int, int
     return blocks
 
 
-def _split_text(text: str, budget: int) -> list[str]:
-    """Cut an oversized paragraph at sentence ends, then at spaces, then anywhere."""
-    parts: list[str] = []
+def _split_text(text: str, budget: int) -> list[tuple[str, int]]:
+    """Cut an oversized paragraph at sentence ends, then at spaces, then anywhere.
+    -> [(text, content_tokens(text))]"""
+    parts: list[tuple[str, int]] = []
+    limit = budget - SPECIAL_TOKENS  # estimate_tokens(t) <= budget  <=>  content_tokens(t) <= limit
     for unit in _SENTENCE_END.split(text):
-        if estimate_tokens(unit) <= budget:
-            parts.append(unit)
+        tokens = content_tokens(unit)
+        if tokens <= limit:
+            parts.append((unit, tokens))
             continue
         for word in unit.split():
-            while estimate_tokens(word) > budget:
+            tokens = content_tokens(word)
+            while tokens > limit:
                 cut = max(1, budget * 2)  # >= 1 character per token: always within budget
-                parts.append(word[:cut])
+                parts.append((word[:cut], content_tokens(word[:cut])))
                 word = word[cut:]
-            parts.append(word)
+                tokens = content_tokens(word)
+            parts.append((word, tokens))
     return _pack(parts, budget, " ")
 
 
-def _pack(units: list[str], budget: int, joiner: str) -> list[str]:
-    out: list[str] = []
+def _pack(units: list[tuple[str, int]], budget: int, joiner: str) -> list[tuple[str, int]]:
+    """Greedy packing of (text, content_tokens) units; `joiner` is whitespace, so counts add up."""
+    limit = budget - SPECIAL_TOKENS
+    out: list[tuple[str, int]] = []
     current: list[str] = []
-    for unit in units:
-        candidate = joiner.join(current + [unit])
-        if current and estimate_tokens(candidate) > budget:
-            out.append(joiner.join(current))
-            current = [unit]
+    total = 0
+    for unit, tokens in units:
+        if current and total + tokens > limit:
+            out.append((joiner.join(current), total))
+            current, total = [unit], tokens
         else:
             current.append(unit)
+            total += tokens
     if current:
-        out.append(joiner.join(current))
+        out.append((joiner.join(current), total))
     return out
 
 
 def _split_piece(piece: _Piece, parsed: ParsedNote, budget: int) -> list[_Piece]:
     out: list[_Piece] = []
     body_first = piece.first + (1 if piece.heading_md else 0)
-    current: list[tuple[int, int]] = []
+    limit = budget - SPECIAL_TOKENS
+    current: list[tuple[int, int, str]] = []  # (first line, last line, stripped text) of each block
+    total = 0
 
     def flush() -> None:
+        nonlocal total
         if current:
-            text = "\n\n".join("\n".join(parsed.lines[a:b + 1]).strip() for a, b in current)
-            out.append(_Piece(piece.path, piece.heading_md, text, current[0][0], current[-1][1], False))
+            text = "\n\n".join(t for _, _, t in current)
+            out.append(_Piece(piece.path, piece.heading_md, text, current[0][0], current[-1][1], False, total))
             current.clear()
+            total = 0
 
     for a, b in _blocks(parsed.lines, body_first, piece.last, parsed.fences):
         block_text = "\n".join(parsed.lines[a:b + 1]).strip()
-        if estimate_tokens(block_text) > budget:
+        tokens = content_tokens(block_text)
+        if tokens > limit:
             flush()
-            out.extend(_Piece(piece.path, piece.heading_md, t, a, b, False) for t in _split_text(block_text, budget))
+            out.extend(_Piece(piece.path, piece.heading_md, t, a, b, False, n) for t, n in _split_text(block_text, budget))
             continue
-        joined = "\n\n".join(["\n".join(parsed.lines[x:y + 1]).strip() for x, y in current] + [block_text])
-        if current and estimate_tokens(joined) > budget:
+        if current and total + tokens > limit:
             flush()
-        current.append((a, b))
+        current.append((a, b, block_text))
+        total += tokens
     flush()
     return out
 
 
 def chunk_note(title: str, parsed: ParsedNote, profile: ChunkProfile) -> list[Chunk]:
     max_tokens = min(profile.max_tokens, HARD_TOKEN_LIMIT - PREFIX_RESERVE)
+    contexts: dict[str, int] = {}
+
+    def context_tokens(path: str) -> int:
+        """content_tokens of the passage's context line: passage_text(title, path, text) counts
+        SPECIAL_TOKENS + context_tokens(path) + content_tokens(text)."""
+        if path not in contexts:
+            contexts[path] = content_tokens(passage_text(title, path, ""))
+        return contexts[path]
+
     pieces: list[_Piece] = []
     for section in _sections(parsed, profile.split_levels):
-        overhead = estimate_tokens(passage_text(title, " > ".join(section.path), "")) + 1
+        overhead = SPECIAL_TOKENS + context_tokens(" > ".join(section.path)) + 1
         budget = max(16, max_tokens - overhead)
-        if estimate_tokens(section.text) <= budget:
+        if SPECIAL_TOKENS + section.tokens <= budget:
             pieces.append(section)
         else:
             pieces.extend(_split_piece(section, parsed, budget))
 
+    min_tokens = profile.min_tokens - SPECIAL_TOKENS  # estimate_tokens(t) < min  <=>  content_tokens(t) < this
     merged: list[_Piece] = []
     for piece in pieces:
         prev = merged[-1] if merged else None
         if prev is not None and prev.whole_section and piece.whole_section:
-            text = "\n\n".join(t for t in (prev.text, piece.heading_md, piece.text) if t)
-            small = estimate_tokens(prev.text) < profile.min_tokens or estimate_tokens(piece.text) < profile.min_tokens
-            if small and estimate_tokens(passage_text(title, " > ".join(prev.path), text)) <= max_tokens:
-                merged[-1] = _Piece(prev.path, prev.heading_md, text, prev.first, piece.last, True)
-                continue
+            small = prev.tokens < min_tokens or piece.tokens < min_tokens
+            if small:
+                tokens = prev.tokens + content_tokens(piece.heading_md) + piece.tokens
+                if SPECIAL_TOKENS + context_tokens(" > ".join(prev.path)) + tokens <= max_tokens:
+                    text = "\n\n".join(t for t in (prev.text, piece.heading_md, piece.text) if t)
+                    merged[-1] = _Piece(prev.path, prev.heading_md, text, prev.first, piece.last, True, tokens)
+                    continue
         merged.append(piece)
 
     chunks: list[Chunk] = []
@@ -162,8 +193,11 @@ def chunk_note(title: str, parsed: ParsedNote, profile: ChunkProfile) -> list[Ch
         if not piece.text.strip() and not piece.heading_md:
             continue
         path = " > ".join(piece.path)
-        text = piece.text if piece.text.strip() else piece.heading_md
-        tokens = estimate_tokens(passage_text(title, path, text))
+        if piece.text.strip():
+            text, tokens = piece.text, piece.tokens
+        else:
+            text, tokens = piece.heading_md, content_tokens(piece.heading_md)
+        tokens = SPECIAL_TOKENS + context_tokens(path) + tokens  # == estimate_tokens(passage_text(title, path, text))
         offset = parsed.body_start_line + 1
         chunks.append(Chunk(len(chunks), path, text, tokens, piece.first + offset, piece.last + offset))
     return chunks

@@ -111,7 +111,10 @@ def split_frontmatter(text: str) -> tuple[dict, str, int, list[str], list[str]]:
 
 def _blank(match: re.Match[str]) -> str:
     """Replace a span by spaces, keeping newlines so line numbers stay put."""
-    return re.sub(r"[^\n]", " ", match.group(0))
+    span = match.group(0)
+    if "\n" not in span:
+        return " " * len(span)
+    return "\n".join(" " * len(part) for part in span.split("\n"))
 
 
 def _structure(body: str) -> tuple[list[Heading], list[tuple[int, int]]]:
@@ -137,22 +140,31 @@ def string_list(value) -> list[str]:
 
 def parse_note(text: str, path: str, relation_for=lambda key: key) -> ParsedNote:
     metadata, body, start_line, fm_lines, warnings = split_frontmatter(text)
-    content = _OBSIDIAN_COMMENT.sub(_blank, body)  # %%comments%% are not content
+    # %%comments%% are not content. (Each regex below needs its literal: skip it when absent.)
+    content = _OBSIDIAN_COMMENT.sub(_blank, body) if "%%" in body else body
     headings, fences = _structure(content)
     lines = content.split("\n")
 
     # Masked copy for reference extraction: code blocks, inline code, HTML comments blanked.
-    masked_lines = list(lines)
-    for start, end in fences:
-        for i in range(start, min(end, len(masked_lines))):
-            masked_lines[i] = ""
-    masked = _HTML_COMMENT.sub(_blank, _INLINE_CODE.sub(_blank, "\n".join(masked_lines)))
-    masked_lines = masked.split("\n")
+    masked = content
+    if fences:
+        masked_lines = list(lines)
+        for start, end in fences:
+            for i in range(start, min(end, len(masked_lines))):
+                masked_lines[i] = ""
+        masked = "\n".join(masked_lines)
+    if "`" in masked:
+        masked = _INLINE_CODE.sub(_blank, masked)
+    if "<!--" in masked:
+        masked = _HTML_COMMENT.sub(_blank, masked)
+    masked_lines = lines if masked is content else masked.split("\n")
 
     note_dir = path.rpartition("/")[0]
     refs: list[LinkRef] = linksyntax.frontmatter_references(metadata, fm_lines, relation_for)
     in_edge_callout = False
-    for index, masked_line in enumerate(masked_lines):
+    # A reference needs "[[" or "](" in its line; a line of an [!edge] callout follows a "[!".
+    has_refs = "[[" in masked or "](" in masked or "[!" in masked
+    for index, masked_line in enumerate(masked_lines if has_refs else ()):
         if "[[" not in masked_line and "](" not in masked_line and not masked_line.lstrip().startswith(">"):
             in_edge_callout = False
             continue
@@ -174,7 +186,7 @@ def parse_note(text: str, path: str, relation_for=lambda key: key) -> ParsedNote
 
     tags = {t.lstrip("#").lower() for t in string_list(metadata.get("tags", metadata.get("tag")))}
     heading_lines = {h.line for h in headings}
-    for index, line_text in enumerate(masked_lines):
+    for index, line_text in enumerate(masked_lines if "#" in masked else ()):
         if "#" in line_text and index not in heading_lines:
             tags.update(t.lower() for t in _INLINE_TAG.findall(line_text) if not t.isdigit())
     return ParsedNote(

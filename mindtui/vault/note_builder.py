@@ -87,12 +87,15 @@ def resolve_links(links: list[LinkRecord], note_id: str, path: str, names: NameI
     return out
 
 
-def _link_records(refs: list[LinkRef]) -> list[LinkRecord]:
-    return [
-        LinkRecord(seq, ref.relation, ref.signal, ref.rule_id, ref.confidence, ref.target_raw,
-                   ref.target_path, ref.subpath, ref.is_embed, ref.line, ref.evidence, "missing", None, "")
-        for seq, ref in enumerate(refs)
-    ]
+def _link_records(refs: list[LinkRef], note_id: str, path: str, names: NameIndex) -> list[LinkRecord]:
+    """The note's references as rows, resolved against `names` (what resolve_links would give)."""
+    out: list[LinkRecord] = []
+    for seq, ref in enumerate(refs):
+        found = names.resolve(ref.target_path, note_id, path)
+        out.append(LinkRecord(seq, ref.relation, ref.signal, ref.rule_id, ref.confidence, ref.target_raw,
+                              ref.target_path, ref.subpath, ref.is_embed, ref.line, ref.evidence,
+                              found.status, found.note_id, found.detail))
+    return out
 
 
 def build_rows(item: ParsedFile, note_id: str, registry: TypeRegistry, names: NameIndex,
@@ -124,12 +127,13 @@ def build_rows(item: ParsedFile, note_id: str, registry: TypeRegistry, names: Na
     chunks = chunk_note(title, item.parsed, registry.profile(profile_name))
     # An id-like title (202311291530) is no words: exact title matching still finds it.
     fts_title = analysis.analyze(" ".join(([] if is_id_like(title) else [title]) + item.aliases), lang)
+    fts_headings = {path: analysis.analyze(path, lang) for path in {c.heading_path for c in chunks}}
     chunk_rows = [
         ChunkRecord(
             chunk_key=f"{note_id}#{c.seq}", seq=c.seq, heading_path=c.heading_path, text=c.text,
             token_count=c.token_count, content_hash=sha256_hex(passage_text(title, c.heading_path, c.text)),
             retriever_weight=weight, line_start=c.line_start, line_end=c.line_end, fts_title=fts_title,
-            fts_headings=analysis.analyze(c.heading_path, lang), fts_body=analysis.analyze(c.text, lang),
+            fts_headings=fts_headings[c.heading_path], fts_body=analysis.analyze(c.text, lang),
         )
         for c in chunks
     ]
@@ -139,7 +143,7 @@ def build_rows(item: ParsedFile, note_id: str, registry: TypeRegistry, names: Na
         content_hash=item.content_hash, size=item.size, mtime_ns=item.mtime_ns, retriever_weight=weight,
         chunk_profile=profile_name, ai_processing=flags.ai_processing,
         private=flags.private or excluded_by(item.path, private_paths) is not None,
-        private_declared=flags.private, word_count=len(analysis.words(body)), warnings=warnings,
+        private_declared=flags.private, word_count=analysis.word_count(body), warnings=warnings,
         indexed_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     )
-    return NoteRows(note, chunk_rows, resolve_links(_link_records(item.parsed.links), note_id, item.path, names))
+    return NoteRows(note, chunk_rows, _link_records(item.parsed.links, note_id, item.path, names))
