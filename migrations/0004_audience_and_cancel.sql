@@ -3,12 +3,16 @@
 --   teach search pairs. Existing rows were all the owner's.
 -- notes.private_declared: the note's own frontmatter says private (notes.private is that OR a
 --   folder in privacy.private_paths, recomputed when that setting changes).
+-- notes.parsed_with: the parser/analyzer/type-registry fingerprint the note was written with; a
+--   note written by other code is parsed again, so an interrupted import resumes where it stopped.
 -- job_runs.status gains 'cancelled' (a step stopped at a safe point by its user).
 
 ALTER TABLE search_log ADD COLUMN audience TEXT NOT NULL DEFAULT 'owner' CHECK (audience IN ('owner', 'agent'));
 
 ALTER TABLE notes ADD COLUMN private_declared INTEGER NOT NULL DEFAULT 0;
 UPDATE notes SET private_declared = private;
+ALTER TABLE notes ADD COLUMN parsed_with TEXT NOT NULL DEFAULT '';
+DELETE FROM meta WHERE key = 'import_fingerprint';  -- replaced by notes.parsed_with
 
 CREATE TABLE job_runs_new (
     run_id     INTEGER PRIMARY KEY,

@@ -90,10 +90,12 @@ def test_killed_cold_import_then_rerun_equals_clean(vault, tmp_path, kill_points
         import_killed_at(crashed, vault.root, point, when)
         if point == "commit":  # a committed part stays after the kill
             assert 0 < notes_in(crashed) < N_NOTES
-        # An unfinished import left no fingerprint, so the next run writes every note again
-        # and reaches the next kill point.
-    assert notes_in(crashed) < N_NOTES
-    run_import(crashed, vault.root)
+    # Each rerun resumes: notes committed before a kill carry this parser's fingerprint and are
+    # not written again (so the kill points count each run's own remaining writes).
+    committed = notes_in(crashed)
+    assert committed < N_NOTES
+    report = run_import(crashed, vault.root)
+    assert (report.notes_added, report.notes_unchanged) == (N_NOTES - committed, committed)
     assert dump_database(crashed) == dump_database(clean)
 
 

@@ -223,3 +223,20 @@ def test_sample_vault_imports_cleanly(sample_vault, db_path):
     assert query(db_path, "SELECT count(*) FROM notes WHERE private = 1")[0][0] >= 1
     fm = json.loads(query(db_path, "SELECT frontmatter FROM notes LIMIT 1")[0][0])
     assert isinstance(fm, dict)
+
+
+def test_notes_written_by_other_code_are_parsed_again(vault, db_path, tmp_path, monkeypatch):
+    """Each note remembers the parser/analyzer/type-registry fingerprint it was written with."""
+    from mindtui.config import load_settings
+
+    small_vault(vault)
+    run_import(db_path, vault.root)
+    registry = tmp_path / "types.yaml"
+    registry.write_text(load_settings().types_file.read_text(encoding="utf-8").replace(
+        "concept: {chunk_profile: default, retriever_weight: 1.15", "concept: {chunk_profile: default, "
+        "retriever_weight: 1.3"), encoding="utf-8")
+    monkeypatch.setenv("MINDTUI_TYPES_FILE", str(registry))
+    report = run_import(db_path, vault.root)
+    assert (report.notes_changed, report.notes_unchanged) == (4, 0)
+    assert query(db_path, "SELECT retriever_weight FROM notes WHERE path = 'Konzepte/BM25.md'") == [(1.3,)]
+    assert run_import(db_path, vault.root).notes_unchanged == 4

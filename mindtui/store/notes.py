@@ -20,6 +20,7 @@ class NoteState:
     content_hash: str
     declared_id: str | None
     aliases: list[str]
+    parsed_with: str  # the import fingerprint it was written with ('' before there was one)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class NoteRecord:
     word_count: int
     warnings: list[str]
     indexed_at: str
+    parsed_with: str  # the import fingerprint (parser, analyzer, type registry) it was written with
 
 
 @dataclass(frozen=True)
@@ -86,11 +88,11 @@ class LinkRecord:
 
 def load_note_states(conn: apsw.Connection) -> dict[str, NoteState]:
     rows = conn.execute(
-        "SELECT note_id, path, size, mtime_ns, content_hash, declared_id, aliases FROM notes"
+        "SELECT note_id, path, size, mtime_ns, content_hash, declared_id, aliases, parsed_with FROM notes"
     )
     return {
-        path: NoteState(note_id, path, size, mtime_ns, content_hash, declared_id, json.loads(aliases))
-        for note_id, path, size, mtime_ns, content_hash, declared_id, aliases in rows
+        path: NoteState(note_id, path, size, mtime_ns, content_hash, declared_id, json.loads(aliases), parsed_with)
+        for note_id, path, size, mtime_ns, content_hash, declared_id, aliases, parsed_with in rows
     }
 
 
@@ -107,14 +109,15 @@ def insert_note(conn: apsw.Connection, note: NoteRecord) -> None:
     conn.execute(
         "INSERT INTO notes (note_id, path, title, type, declared_id, aliases, tags, frontmatter, lang,"
         " content_hash, size, mtime_ns, retriever_weight, chunk_profile, ai_processing, private,"
-        " private_declared, word_count, warnings, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        " private_declared, word_count, warnings, indexed_at, parsed_with)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             note.note_id, note.path, note.title, note.type, note.declared_id,
             json.dumps(note.aliases, ensure_ascii=False), json.dumps(note.tags, ensure_ascii=False),
             json.dumps(note.frontmatter, ensure_ascii=False, sort_keys=True), note.lang,
             note.content_hash, note.size, note.mtime_ns, note.retriever_weight, note.chunk_profile,
             int(note.ai_processing), int(note.private), int(note.private_declared), note.word_count,
-            json.dumps(note.warnings, ensure_ascii=False), note.indexed_at,
+            json.dumps(note.warnings, ensure_ascii=False), note.indexed_at, note.parsed_with,
         ),
     )
 
@@ -254,7 +257,7 @@ def set_private(conn: apsw.Connection, changes: list[tuple[bool, str]]) -> None:
 
 _NOTE_COLUMNS = ("note_id, path, title, type, declared_id, aliases, tags, frontmatter, lang, content_hash, size,"
                  " mtime_ns, retriever_weight, chunk_profile, ai_processing, private, private_declared, word_count,"
-                 " warnings, indexed_at")
+                 " warnings, indexed_at, parsed_with")
 
 
 def load_note(conn: apsw.Connection, note_id: str) -> NoteRecord | None:
@@ -262,10 +265,10 @@ def load_note(conn: apsw.Connection, note_id: str) -> NoteRecord | None:
     if row is None:
         return None
     (nid, path, title, type_, declared, aliases, tags, frontmatter, lang, content_hash, size, mtime_ns, weight,
-     profile, ai, private, private_declared, words, warnings, indexed_at) = row
+     profile, ai, private, private_declared, words, warnings, indexed_at, parsed_with) = row
     return NoteRecord(nid, path, title, type_, declared, json.loads(aliases), json.loads(tags), json.loads(frontmatter),
                       lang, content_hash, size, mtime_ns, weight, profile, bool(ai), bool(private),
-                      bool(private_declared), words, json.loads(warnings), indexed_at)
+                      bool(private_declared), words, json.loads(warnings), indexed_at, parsed_with)
 
 
 @dataclass(frozen=True)

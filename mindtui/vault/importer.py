@@ -5,7 +5,10 @@ Order of work:
   keep notes under folders that could not be read -> match renames -> check the mass-delete
   guard -> settle note ids -> build the final name index -> (1) delete vanished notes ->
   (2) rewrite each changed note -> (3) re-resolve references of unchanged notes whose targets
-  changed -> (4) privacy flags, then the parser fingerprint.
+  changed -> (4) privacy flags.
+Each note records the fingerprint of the code that wrote it (parser, analyzer, type registry):
+a note written under another one is parsed again, so a new parser re-reads the vault and an
+interrupted import resumes with the notes it had not written yet.
 Each note's rows are replaced as one unit; units are grouped into short transactions
 (`store.batch`), so a kill at any point leaves a consistent database and the next run ends
 where one clean run would. The final name index is known before anything is written, so a
@@ -31,11 +34,10 @@ from mindtui.store import notes as note_store
 from mindtui.store.batch import immediate, write_batches
 from mindtui.store.identity import move_note_data
 from mindtui.store.meta import VAULT_KEY, get_meta, set_meta
-from mindtui.text import analysis
 from mindtui.vault.edges import reference_edges, structure_edges
 from mindtui.vault.markdown import NotMarkdownError
 from mindtui.vault.note_builder import (
-    PARSER_VERSION, ParsedFile, build_rows, parse_file, path_note_id, resolve_links, sha256_hex,
+    ParsedFile, build_rows, import_fingerprint, parse_file, path_note_id, resolve_links, sha256_hex,
 )
 from mindtui.vault.renames import match_renames
 from mindtui.vault.report import ImportReport
@@ -43,14 +45,9 @@ from mindtui.vault.resolve import NameIndex
 from mindtui.vault.scan import ImportWarning, VaultFile, excluded_by, scan_vault, under_any
 from mindtui.vault.types import TypeRegistry
 
-FINGERPRINT_KEY = "import_fingerprint"
 PRIVACY_KEY = "privacy_paths"
 
-__all__ = ["VaultImporter", "ImportReport", "FINGERPRINT_KEY"]
-
-
-def import_fingerprint(registry: TypeRegistry) -> str:
-    return f"parser={PARSER_VERSION};analyzer={analysis.ANALYZER_VERSION};types={registry.fingerprint}"
+__all__ = ["VaultImporter", "ImportReport"]
 
 
 class VaultImporter:
@@ -94,7 +91,6 @@ class VaultImporter:
         states = note_store.load_note_states(self.conn)
         self._states_by_path, self._state_ids = states, {state.note_id for state in states.values()}
         fingerprint = import_fingerprint(self.registry)
-        force = get_meta(self.conn, FINGERPRINT_KEY) != fingerprint
 
         parsed: dict[str, ParsedFile] = {}
         unchanged: dict[str, note_store.NoteState] = {}
@@ -103,7 +99,8 @@ class VaultImporter:
         files = {f.path: f for f in scan.files}
         for file in scan.files:
             state = states.get(file.path)
-            if not force and state and (state.size, state.mtime_ns) == (file.size, file.mtime_ns):
+            current = state is not None and state.parsed_with == fingerprint
+            if current and (state.size, state.mtime_ns) == (file.size, file.mtime_ns):
                 unchanged[file.path] = state
                 continue
             data = self._read(file)
@@ -112,7 +109,7 @@ class VaultImporter:
                     unchanged[file.path] = state
                 unreadable.add(file.path)
                 continue
-            if not force and state and state.content_hash == sha256_hex(data):
+            if current and state.content_hash == sha256_hex(data):
                 unchanged[file.path] = state
                 touched.append((state, file))
                 continue
@@ -164,7 +161,6 @@ class VaultImporter:
         self._relink(names, skip={ids[p] for p in parsed})
         with immediate(self.conn):
             self._apply_private_paths()
-            set_meta(self.conn, FINGERPRINT_KEY, fingerprint)
             set_meta(self.conn, VAULT_KEY, str(self.vault.resolve()))
 
         self._totals()

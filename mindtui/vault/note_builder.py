@@ -21,6 +21,12 @@ from mindtui.vault.types import TypeRegistry
 PARSER_VERSION = 3  # 2: id-like titles out of the embedded passage; 3: strict consent flags, private folders
 
 
+def import_fingerprint(registry: TypeRegistry) -> str:
+    """What a note's rows depend on besides its file; stored with each note (notes.parsed_with):
+    a note written under another fingerprint is parsed again."""
+    return f"parser={PARSER_VERSION};analyzer={analysis.ANALYZER_VERSION};types={registry.fingerprint}"
+
+
 def sha256_hex(data: bytes | str) -> str:
     if isinstance(data, str):
         data = data.encode("utf-8")
@@ -145,5 +151,6 @@ def build_rows(item: ParsedFile, note_id: str, registry: TypeRegistry, names: Na
         private=flags.private or excluded_by(item.path, private_paths) is not None,
         private_declared=flags.private, word_count=analysis.word_count(body), warnings=warnings,
         indexed_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        parsed_with=import_fingerprint(registry),
     )
     return NoteRows(note, chunk_rows, _link_records(item.parsed.links, note_id, item.path, names))
