@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Iterator
 
 import apsw
+
+from mindtui.progress import CancelToken
 
 
 class WriteBatches:
     def __init__(self, conn: apsw.Connection, max_items: int, max_seconds: float,
-                 on_commit: Callable[[], None] | None = None) -> None:
+                 cancel: CancelToken | None = None) -> None:
         self.conn = conn
         self.max_items = max_items
         self.max_seconds = max_seconds
-        self.on_commit = on_commit or (lambda: None)
+        self.cancel = cancel
         self._items = 0
         self._started = 0.0
         self._open = False
@@ -41,18 +43,22 @@ class WriteBatches:
         if self._open:
             self.conn.execute("COMMIT")
             self._open = False
-            self.on_commit()
 
     def ensure_open(self) -> None:
+        """Before an item's writes. A cancelled run stops here, between items: what is done is
+        committed first, then Cancelled is raised."""
+        if self.cancel is not None and self.cancel.cancelled:
+            self.commit()
+            self.cancel.check()
         if not self._open:
             self._begin()
 
 
 @contextmanager
 def write_batches(conn: apsw.Connection, max_items: int = 100, max_seconds: float = 0.1,
-                  on_commit: Callable[[], None] | None = None) -> Iterator[WriteBatches]:
+                  cancel: CancelToken | None = None) -> Iterator[WriteBatches]:
     """`batches.ensure_open()` before an item's writes, `batches.item_done()` after them."""
-    batches = WriteBatches(conn, max_items, max_seconds, on_commit)
+    batches = WriteBatches(conn, max_items, max_seconds, cancel)
     try:
         yield batches
     except BaseException:

@@ -139,7 +139,7 @@ class VaultImporter:
         self._count_changes(parsed, states, vanished, renames)
         final_ids = set(ids.values())
 
-        with write_batches(self.conn, on_commit=self.cancel.check) as batches:
+        with write_batches(self.conn, cancel=self.cancel) as batches:
             for state in vanished:
                 batches.ensure_open()
                 note_store.delete_note(self.conn, state.note_id)
@@ -292,7 +292,7 @@ class VaultImporter:
         """Re-resolve the references of notes not rewritten in this run; rewrite the edges of
         those whose targets changed (a target appeared, vanished, or became ambiguous)."""
         types = note_store.note_types(self.conn)
-        with write_batches(self.conn, on_commit=self.cancel.check) as batches:
+        with write_batches(self.conn, cancel=self.cancel) as batches:
             for note_id, links in note_store.load_links(self.conn).items():
                 if note_id in skip or note_id not in types:
                     continue
