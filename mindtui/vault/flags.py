@@ -33,24 +33,25 @@ class Flags:
     warnings: list[str] = field(default_factory=list)
 
 
+def _switch(metadata: dict, key: str, restrictive: bool, flags: Flags, consequence: str) -> bool | None:
+    """The key's yes/no value; None when absent; an unknown value is the restrictive one, warned."""
+    if key not in metadata:
+        return None
+    word = _word(metadata[key])
+    if word in ON:
+        return True
+    if word in OFF:
+        return False
+    flags.warnings.append(f"{key}: {metadata[key]!r} is not one of true/yes/on/1 or none/no/off/false; "
+                          f"treated as {consequence}")
+    return restrictive
+
+
 def read_flags(metadata: dict) -> Flags:
     flags = Flags()
-    if "ai_processing" in metadata:
-        word = _word(metadata["ai_processing"])
-        if word in OFF:
-            flags.ai_processing = False
-        elif word not in ON:
-            flags.ai_processing = False
-            flags.warnings.append(f"ai_processing: {metadata['ai_processing']!r} is not one of "
-                                  "true/yes/on/1 or none/no/off/false; treated as none (no model reads this note)")
-    if "private" in metadata:
-        word = _word(metadata["private"])
-        if word in ON:
-            flags.private = True
-        elif word not in OFF:
-            flags.private = True
-            flags.warnings.append(f"private: {metadata['private']!r} is not one of true/yes/on/1 or "
-                                  "no/off/false; treated as private")
+    ai = _switch(metadata, "ai_processing", False, flags, "none (no model reads this note)")
+    flags.ai_processing = True if ai is None else ai
+    flags.private = bool(_switch(metadata, "private", True, flags, "private"))
     if "visibility" in metadata:
         word = _word(metadata["visibility"])
         if word == "private":
