@@ -108,3 +108,15 @@ def test_id_like_titles_stay_out_of_the_embedded_passage(title, id_like):
     assert is_id_like(title) is id_like
     assert passage_text(title, "Abschnitt", "Text").startswith("Abschnitt" if id_like else f"{title} > Abschnitt")
     assert passage_text(title, "", "Text") == ("Text" if id_like else f"{title}\nText")
+
+
+def test_a_long_run_of_symbols_and_digits_is_cut_within_the_budget():
+    """Found by the property above: a 36-character "word" of digits and colons costs a token per
+    character; cutting it at twice the budget in characters (enough for letters) cut nothing."""
+    profile = ChunkProfile("prop", max_tokens=40, min_tokens=10, split_levels=3)
+    text = "0:" * 18
+    chunks = chunk_note("Ein Titel", parse_note(text, "p.md"), profile)
+    assert len(chunks) == 2 and "".join(c.text for c in chunks) == text
+    assert all(c.token_count <= 40 for c in chunks)
+    letters = chunk_note("T", parse_note("x" * 5000, "p.md"), profile)  # letters keep long pieces (four a token)
+    assert all(c.token_count <= 40 for c in letters) and letters[0].token_count * 3 < len(letters[0].text)

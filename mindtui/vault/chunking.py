@@ -98,11 +98,17 @@ def _split_text(text: str, budget: int) -> list[tuple[str, int]]:
         for word in unit.split():
             tokens = content_tokens(word)
             while tokens > limit:
-                cut = max(1, budget * 2)  # >= 1 character per token: always within budget
+                # Latin letters cost a token per four, so twice the budget in characters usually
+                # fits; digits and symbols cost up to one per character, and then `limit`
+                # characters always do (no character counts more than one token).
+                cut = budget * 2
+                if content_tokens(word[:cut]) > limit:
+                    cut = max(1, limit)
                 parts.append((word[:cut], content_tokens(word[:cut])))
                 word = word[cut:]
                 tokens = content_tokens(word)
-            parts.append((word, tokens))
+            if word:
+                parts.append((word, tokens))
     return _pack(parts, budget, " ")
 
 
