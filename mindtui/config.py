@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import os
 import types
 import typing
@@ -64,13 +65,22 @@ class ModelSettings:
 
 
 @dataclass(frozen=True)
+class RrfWeights:
+    """Each list's weight in the reciprocal-rank sum."""
+
+    fts: float = setting(low=0.0)
+    vector: float = setting(low=0.0)
+    title: float = setting(low=0.0)
+
+
+@dataclass(frozen=True)
 class SearchSettings:
     candidate_pool: int = setting(low=1, high=10_000)
     min_cosine: float = setting(low=-1.0, high=1.0)
     fusion: str = setting(choices=("convex", "rrf"))
     convex_normalisation: str = setting(choices=("zscore", "minmax"))
     rrf_k: float = setting(above=0.0)
-    rrf_weights: dict[str, float] = setting()
+    rrf_weights: RrfWeights = setting()
     convex_alpha: float = setting(low=0.0, high=1.0)
     graph_expansion: bool = setting()
     graph_expansion_top: int = setting(low=0)
@@ -138,8 +148,6 @@ def _describe(kind) -> str:
         return f"{_describe(inner[0])} or null"
     if origin is tuple:
         return "a list of strings"
-    if origin is dict:
-        return "a mapping of names to numbers"
     return {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}.get(kind, str(kind))
 
 
@@ -159,11 +167,6 @@ def _coerce(kind, value, dotted: str, meta: dict):
         if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
             raise bad()
         return tuple(items)
-    if origin is dict:
-        if not isinstance(value, Mapping) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
-            raise bad()
-        return {str(k): float(v) for k, v in value.items()}
     if kind is bool:
         if not isinstance(value, bool):
             raise bad()
@@ -172,8 +175,8 @@ def _coerce(kind, value, dotted: str, meta: dict):
         if isinstance(value, bool) or not isinstance(value, int):
             raise bad()
     elif kind is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise bad()
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise bad("a finite number" if isinstance(value, float) else None)
         value = float(value)
     elif kind is str:
         if not isinstance(value, str):
@@ -260,9 +263,20 @@ def _env_layers(env: Mapping[str, str]) -> list[tuple[str, dict]]:
         node = layer
         for key in keys[:-1]:
             node = node.setdefault(key, {})
-        node[keys[-1]] = _yaml_scalar(raw)
+        # A string setting (a path, a name) takes the text as it is: YAML would read `~` as null.
+        node[keys[-1]] = raw if _is_text_setting(keys) else _yaml_scalar(raw)
         layers.append((name, layer))
     return layers
+
+
+def _is_text_setting(keys: list[str]) -> bool:
+    cls = Schema
+    for key in keys:
+        found = _fields(cls).get(key) if dataclasses.is_dataclass(cls) else None
+        if found is None:
+            return False
+        cls = found[1]
+    return cls is str or cls == (str | None)
 
 
 def parse_overrides(pairs: list[str]) -> dict:

@@ -24,7 +24,7 @@ def test_defaults_come_from_the_bundled_file(tmp_path):
 def _leaves(data: dict, prefix: str = "") -> set[str]:
     out = set()
     for key, value in data.items():
-        if isinstance(value, dict) and key != "rrf_weights":
+        if isinstance(value, dict):
             out |= _leaves(value, f"{prefix}{key}.")
         else:
             out.add(prefix + key)
@@ -89,6 +89,9 @@ def test_a_bad_user_file_names_the_key_and_the_file(tmp_path, text, message):
     ("MINDTUI_SEARCH__MIN_COSINE", "2", "MINDTUI_SEARCH__MIN_COSINE: search.min_cosine is 2"),
     ("MINDTUI_RETENTION__SEARCH_LOG_DAYS", "-1", "retention.search_log_days is -1"),
     ("MINDTUI_DBB", "x.db", "MINDTUI_DBB: not a mindtui setting"),
+    ("MINDTUI_IMPORT__MAX_DELETE_FRACTION", ".nan", "import.max_delete_fraction is nan; expected a finite number"),
+    ("MINDTUI_SEARCH__RRF_K", ".inf", "search.rrf_k is inf; expected a finite number"),
+    ("MINDTUI_SEARCH__RRF_WEIGHTS", "{vektor: 5}", "unknown setting search.rrf_weights.vektor"),
 ])
 def test_a_bad_environment_variable_names_itself(name, value, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(".", r"\.")):
@@ -103,6 +106,11 @@ def test_a_configuration_error_is_exit_5_with_the_message_on_stderr(tmp_path):
                           capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 5 and done.stdout == ""
     assert "MINDTUI_SEARCH__CANDIDATE_POOL: search.candidate_pool is -3" in done.stderr
+
+
+def test_a_path_from_the_environment_is_taken_as_written():
+    assert load_settings(env={"MINDTUI_MODELS__DIR": "~"}).models.dir == "~"  # YAML would read null
+    assert load_settings(env={"MINDTUI_MODELS__THREADS": "3"}).models.threads == 3  # numbers still parse
 
 
 def test_overrides_are_checked_like_any_layer():

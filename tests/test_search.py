@@ -141,7 +141,7 @@ def test_rrf_and_convex_fusion_by_hand():
     from mindtui.search import fusion
 
     lists = {"fts": [("a", -9.0), ("b", -5.0), ("c", -1.0)], "vector": [("b", 0.9), ("d", 0.7), ("a", 0.5)]}
-    rrf = fusion.rrf(lists, 60, {"vector": 2.0})
+    rrf = fusion.rrf(lists, 60, {"fts": 1.0, "vector": 2.0})
     assert rrf["a"] == pytest.approx(1 / 61 + 2 / 63) and rrf["d"] == pytest.approx(2 / 62)
     convex = fusion.convex(lists, 0.5, "minmax")
     # fts: a best (1.0), b 0.5, c 0; vector: b 1.0, d 0.5, a 0

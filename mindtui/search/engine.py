@@ -7,6 +7,7 @@ become a notice, and the answer comes from what works.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
@@ -200,7 +201,7 @@ class SearchEngine:
         if method == "convex":
             fused = fusion.convex(ranked, self.options.convex_alpha, self.options.convex_normalisation)
         else:
-            fused = fusion.rrf(ranked, self.options.rrf_k, self.options.rrf_weights)
+            fused = fusion.rrf(ranked, self.options.rrf_k, dataclasses.asdict(self.options.rrf_weights))
 
         weights = store.retriever_weights(self.conn, list(fused))
         scores: dict[str, float] = {}

@@ -27,7 +27,7 @@ NORMALISATIONS = ("zscore", "minmax")
 def rrf(lists: Mapping[str, Ranked], k: float, weights: Mapping[str, float]) -> dict[str, float]:
     fused: dict[str, float] = {}
     for name, hits in lists.items():
-        weight = float(weights.get(name, 1.0))
+        weight = float(weights[name])
         for rank, (note_id, _score) in enumerate(hits, start=1):
             fused[note_id] = fused.get(note_id, 0.0) + weight / (k + rank)
     return fused
