@@ -252,3 +252,20 @@ def test_hidden_notes_cannot_crowd_visible_ones_out_of_an_agents_results(vault, 
     with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
         response = agent.search("Quittenbaum", SearchOptions(mode="fts", log=False))
     assert [r.path for r in response.results] == ["Offen.md"]
+
+
+@pytest.mark.parametrize("frontmatter, ai, private", [
+    ('private: true\nai_processing: none\ntitle: "Gehalt: 2027\n', False, True),  # unclosed quote
+    ("private: yes  # wirklich\ntags: [a, b\n", True, True),
+    ("- private: true\n- ai_processing: none\n", False, True),  # a list, not a mapping
+    ("{private: true, tags: [x}\n", True, True),  # named but not on a line of its own: restrictive
+    ("tags: [a, b\n", True, False),  # broken, but no flag mentioned
+])
+def test_unreadable_frontmatter_keeps_its_consent_flags(vault, db_path, frontmatter, ai, private):
+    vault.write("Kaputt.md", f"---\n{frontmatter}---\nZitronenbaum Gehaltszahl.\n", dedent=False)
+    report = run_import(db_path, vault.root)
+    conn = open_database(db_path)
+    flags = conn.execute("SELECT ai_processing, private FROM notes WHERE path = 'Kaputt.md'").fetchone()
+    conn.close()
+    assert flags == (int(ai), int(private))
+    assert any(w.path == "Kaputt.md" and "frontmatter" in w.reason for w in report.warnings)

@@ -1,5 +1,9 @@
 """Consent and privacy flags from frontmatter, parsed strictly and fail-closed.
 
+Frontmatter that YAML cannot read still carries the owner's wishes: its lines are searched
+for the flags (`read_flags_from_lines`), and a flag that is mentioned but cannot be read
+there counts as the restrictive value.
+
 `ai_processing`: true/yes/on/1 lets models read the note (the default when the key is absent);
 none/no/off/false/0 keeps every model away from it. `private: true` (same words) or
 `visibility: private` keeps it from agents; `visibility: shared|public` does not. Any other
@@ -8,6 +12,7 @@ value counts as the restrictive one and becomes a warning with the note's path.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 ON = frozenset({"true", "yes", "on", "1"})
@@ -60,4 +65,28 @@ def read_flags(metadata: dict) -> Flags:
             flags.private = True
             flags.warnings.append(f"visibility: {metadata['visibility']!r} is not private, shared or public; "
                                   "treated as private")
+    return flags
+
+
+FLAG_KEYS = ("ai_processing", "private", "visibility")
+_FLAG_LINE = re.compile(r"^\s*(ai_processing|private|visibility)\s*:\s*(.*?)\s*(?:\s#.*)?$", re.IGNORECASE)
+
+
+def read_flags_from_lines(lines: list[str]) -> Flags:
+    """Flags from frontmatter lines that YAML could not read (malformed, or not a mapping)."""
+    found: dict[str, object] = {}
+    for line in lines:
+        match = _FLAG_LINE.match(line)
+        if match:
+            found[match.group(1).lower()] = match.group(2).strip("'\"")
+    flags = read_flags(found)
+    text = "\n".join(lines).lower()
+    for key in FLAG_KEYS:
+        if key in text and key not in found:  # mentioned, but not as a line we can read
+            if key == "ai_processing":
+                flags.ai_processing = False
+            else:
+                flags.private = True
+            flags.warnings.append(f"{key} is mentioned in frontmatter that cannot be read; treated as "
+                                  + ("none (no model reads this note)" if key == "ai_processing" else "private"))
     return flags

@@ -47,6 +47,8 @@ class ParsedNote:
     links: list[LinkRef]
     tags: list[str]
     warnings: list[str] = field(default_factory=list)
+    # The frontmatter's lines when YAML could not use them (consent flags are read from them then).
+    unreadable_frontmatter: list[str] | None = None
 
 
 def _markdown() -> MarkdownIt:
@@ -192,4 +194,5 @@ def parse_note(text: str, path: str, relation_for=lambda key: key) -> ParsedNote
     return ParsedNote(
         metadata=metadata, lines=lines, body_start_line=start_line, headings=headings,
         fences=fences, links=refs, tags=sorted(t for t in tags if t), warnings=warnings,
+        unreadable_frontmatter=fm_lines if warnings else None,  # split_frontmatter warns only then
     )

@@ -10,7 +10,7 @@ from mindtui.text import analysis
 from mindtui.store.notes import ChunkRecord, LinkRecord, NoteRecord
 from mindtui.text.names import is_id_like, passage_text
 from mindtui.vault.chunking import chunk_note
-from mindtui.vault.flags import read_flags
+from mindtui.vault.flags import read_flags, read_flags_from_lines
 from mindtui.vault.links import LinkRef
 from mindtui.vault.markdown import ParsedNote, decode, parse_note, string_list
 from mindtui.vault.resolve import NameIndex
@@ -107,7 +107,8 @@ def _link_records(refs: list[LinkRef], note_id: str, path: str, names: NameIndex
 def build_rows(item: ParsedFile, note_id: str, registry: TypeRegistry, names: NameIndex,
                private_paths: tuple[str, ...] = ()) -> NoteRows:
     meta = item.parsed.metadata
-    flags = read_flags(meta)
+    broken = item.parsed.unreadable_frontmatter
+    flags = read_flags(meta) if broken is None else read_flags_from_lines(broken)
     warnings = list(item.warnings) + flags.warnings
     note_type = registry.type_for(meta.get("type"), item.path)
     type_info = registry.note_type(note_type)
