@@ -240,3 +240,14 @@ def test_notes_written_by_other_code_are_parsed_again(vault, db_path, tmp_path, 
     assert (report.notes_changed, report.notes_unchanged) == (4, 0)
     assert query(db_path, "SELECT retriever_weight FROM notes WHERE path = 'Konzepte/BM25.md'") == [(1.3,)]
     assert run_import(db_path, vault.root).notes_unchanged == 4
+
+
+def test_path_patterns_name_folders_as_people_write_them():
+    from mindtui.text.globs import excluded_by
+
+    for pattern in ("Privat", "Privat/", "Privat/**"):
+        assert excluded_by("Privat/Tagebuch.md", [pattern]) == pattern
+        assert excluded_by("Privatsache.md", [pattern]) is None
+    assert excluded_by("Journal/Log.md", ["Journal/Log.md"]) and not excluded_by("Journal/Log.md.bak", ["Journal/Log.md"])
+    assert excluded_by("a/b/Templates/x.md", ["**/Templates/**"]) and not excluded_by("Templatesx/y.md", ["Templates/**"])
+    assert excluded_by("Notiz.md", ["*.md"]) and not excluded_by("Ordner/Notiz.md", ["*.md"])

@@ -269,3 +269,20 @@ def test_unreadable_frontmatter_keeps_its_consent_flags(vault, db_path, frontmat
     conn.close()
     assert flags == (int(ai), int(private))
     assert any(w.path == "Kaputt.md" and "frontmatter" in w.reason for w in report.warnings)
+
+
+def test_a_private_folder_is_hidden_from_agents_before_the_next_import(privacy_vault):
+    """The stored flags come from the import's settings; a reader's own private_paths apply at once."""
+    settings, holder, *_ = privacy_vault
+    with Service(settings, audience=Audience.AGENT, models=holder) as agent:
+        assert "Nachbar.md" in {r.path for r in agent.search("Nachbar Garten", SearchOptions(mode="fts",
+                                                                                            log=False)).results}
+        visible = agent.status()["notes_total"]
+    for pattern in ("Nachbar.md", "Nach*.md"):  # a plain name is a file or folder, as a person writes it
+        stricter = settings.with_values({"privacy": {"private_paths": ["Privat/**", pattern]}})
+        with Service(stricter, audience=Audience.AGENT, models=holder) as agent:
+            found = {r.path for r in agent.search("Nachbar Garten", SearchOptions(mode="fts", log=False)).results}
+            assert "Nachbar.md" not in found and "Offen.md" in found
+            with pytest.raises(NoteNotFound):
+                agent.note("Nachbar")
+            assert agent.status()["notes_total"] == visible - 1

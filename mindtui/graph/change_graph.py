@@ -19,7 +19,8 @@ from mindtui.graph.change_log import LogColumns, Session, read_work_log
 from mindtui.store import graph_store
 from mindtui.store.edges import EdgeRow
 from mindtui.vault.resolve import NameIndex
-from mindtui.vault.scan import excluded_by, scan_vault
+from mindtui.text.globs import excluded_by
+from mindtui.vault.scan import scan_vault
 
 CHANGE_KIND = "edited_with"
 CHANGE_RULE = "change_log"

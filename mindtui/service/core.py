@@ -48,7 +48,8 @@ class Service:
         self.models = models or shared_holder()
         self.models.acquire()
         self._pool = ConnectionPool(self.db_path, audience=self.audience,
-                                    busy_timeout_ms=settings.database.busy_timeout_ms)
+                                    busy_timeout_ms=settings.database.busy_timeout_ms,
+                                    private_paths=settings.privacy.private_paths)
         self._registry: TypeRegistry | None = None
         self._registry_lock = threading.Lock()
         self._closed = False

@@ -51,11 +51,13 @@ def open_database(
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     readonly: bool = False,
     audience: Audience = Audience.OWNER,
+    private_paths: tuple[str, ...] = (),
 ) -> apsw.Connection:
     """Open (and by default create and migrate) the mindtui store at `path`.
 
-    `audience` agent: the connection sees only what an agent may (TEMP views, see `visibility`).
-    Jobs and the owner read everything.
+    `audience` agent: the connection sees only what an agent may (TEMP views, see `visibility`;
+    `private_paths` are hidden from it too, whatever the import stored). Jobs and the owner read
+    everything.
     """
     path = Path(path)
     if readonly and not path.exists():
@@ -90,7 +92,7 @@ def open_database(
         check_schema_version(conn, path)
     from mindtui.store.visibility import restrict
 
-    restrict(conn, audience)
+    restrict(conn, audience, private_paths)
     return conn
 
 

@@ -31,9 +31,11 @@ class PooledConnection:
 
 
 class ConnectionPool:
-    def __init__(self, path: Path, *, audience: Audience, busy_timeout_ms: int) -> None:
+    def __init__(self, path: Path, *, audience: Audience, busy_timeout_ms: int,
+                 private_paths: tuple[str, ...] = ()) -> None:
         self.path = Path(path)
         self.audience = audience
+        self.private_paths = tuple(private_paths)
         self.busy_timeout_ms = busy_timeout_ms
         self._idle: list[PooledConnection] = []
         self._lock = threading.Lock()
@@ -43,7 +45,7 @@ class ConnectionPool:
         if not self.path.exists():
             raise DatabaseError(f"{self.path}: no such database (run `mindtui index VAULT --db {self.path}` first)")
         return PooledConnection(open_database(self.path, busy_timeout_ms=self.busy_timeout_ms,
-                                              audience=self.audience))
+                                              audience=self.audience, private_paths=self.private_paths))
 
     @contextmanager
     def connection(self) -> Iterator[PooledConnection]:

@@ -24,10 +24,15 @@ import json
 import apsw
 
 from mindtui.audience import Audience
+from mindtui.text.globs import excluded_by
 from mindtui.text.names import exact_key
 
-# The one definition of a note an agent may see, for a `main.notes` row aliased `n`.
-AGENT_VISIBLE = "n.private = 0 AND n.ai_processing = 1"
+# The one definition of a note an agent may see, for a `main.notes` row aliased `n`. Besides
+# the flags stored at import, the reader's own privacy.private_paths apply at once (a folder
+# added to the setting is hidden before the next import), through a function each agent
+# connection registers.
+PRIVATE_PATH_FUNCTION = "mindtui_private_path"
+AGENT_VISIBLE = f"n.private = 0 AND n.ai_processing = 1 AND NOT {PRIVATE_PATH_FUNCTION}(n.path)"
 
 
 def _visible(column: str) -> str:
@@ -48,6 +53,8 @@ def _agent_views(conn: apsw.Connection) -> list[str]:
         "CASE WHEN e.signal = 'change' AND instr(e.evidence, ' · ') > 0"
         " THEN substr(e.evidence, 1, instr(e.evidence, ' · ') - 1) ELSE e.evidence END AS evidence"
         if name == "evidence" else f"e.{name}" for name in _columns(conn, "edges"))
+    link_columns = ", ".join("'' AS detail" if name == "detail" else f"l.{name}"
+                             for name in _columns(conn, "note_links"))
     job_columns = ", ".join(
         {"report": "'{}' AS report",
          "error": "CASE WHEN e.error IS NULL THEN NULL ELSE 'failed (details for the owner only)' END AS error"
@@ -55,7 +62,8 @@ def _agent_views(conn: apsw.Connection) -> list[str]:
     return [
         f"CREATE TEMP VIEW notes AS SELECT n.* FROM main.notes n WHERE {AGENT_VISIBLE}",
         f"CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE {_visible('c.note_id')}",
-        "CREATE TEMP VIEW note_links AS SELECT l.* FROM main.note_links l WHERE "
+        # `detail` may list the candidates of an ambiguous link, hidden ones among them.
+        f"CREATE TEMP VIEW note_links AS SELECT {link_columns} FROM main.note_links l WHERE "
         f"{_visible('l.note_id')} AND (l.resolved_note_id IS NULL OR {_visible('l.resolved_note_id')})",
         f"CREATE TEMP VIEW edges AS SELECT {edge_columns} FROM main.edges e WHERE"
         " e.source_id NOT LIKE 'path:%' AND e.target_id NOT LIKE 'path:%' AND "
@@ -72,12 +80,17 @@ def _agent_views(conn: apsw.Connection) -> list[str]:
     ]
 
 
-def restrict(conn: apsw.Connection, audience: Audience) -> None:
-    """Make `conn` read as `audience` sees the store (owner: everything)."""
+def restrict(conn: apsw.Connection, audience: Audience, private_paths: tuple[str, ...] = ()) -> None:
+    """Make `conn` read as `audience` sees the store (owner: everything). `private_paths`: the
+    reader's privacy.private_paths, hidden whatever the stored flags say."""
     if audience is Audience.OWNER:
         return
     if audience is not Audience.AGENT:
         raise ValueError(f"unknown audience {audience!r}")
+    patterns = tuple(private_paths)
+    conn.create_scalar_function(PRIVATE_PATH_FUNCTION,
+                                lambda path: int(bool(patterns) and excluded_by(path, patterns) is not None),
+                                1, deterministic=True)
     for statement in _agent_views(conn):
         conn.execute(statement)
 

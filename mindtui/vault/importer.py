@@ -42,7 +42,8 @@ from mindtui.vault.note_builder import (
 from mindtui.vault.renames import match_renames
 from mindtui.vault.report import ImportReport
 from mindtui.vault.resolve import NameIndex
-from mindtui.vault.scan import ImportWarning, VaultFile, excluded_by, scan_vault, under_any
+from mindtui.text.globs import excluded_by
+from mindtui.vault.scan import ImportWarning, VaultFile, scan_vault, under_any
 from mindtui.vault.types import TypeRegistry
 
 PRIVACY_KEY = "privacy_paths"

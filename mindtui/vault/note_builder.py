@@ -8,13 +8,13 @@ from dataclasses import dataclass, field, replace
 
 from mindtui.text import analysis
 from mindtui.store.notes import ChunkRecord, LinkRecord, NoteRecord
+from mindtui.text.globs import excluded_by
 from mindtui.text.names import is_id_like, passage_text
 from mindtui.vault.chunking import chunk_note
 from mindtui.vault.flags import read_flags, read_flags_from_lines
 from mindtui.vault.links import LinkRef
 from mindtui.vault.markdown import ParsedNote, decode, parse_note, string_list
 from mindtui.vault.resolve import NameIndex
-from mindtui.vault.scan import excluded_by
 from mindtui.vault.types import TypeRegistry
 
 # Bump when parsing or chunking changes meaning: the importer then re-reads every file.

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
+
+from mindtui.text.globs import excluded_by
 
 
 @dataclass(frozen=True)
@@ -35,37 +36,6 @@ class ScanResult:
     warnings: list[ImportWarning] = field(default_factory=list)
     # Folders (or linked files) that could not be read this time: notes from there are kept.
     unlisted: set[str] = field(default_factory=set)
-
-
-@lru_cache(maxsize=256)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """Glob over '/'-separated paths: `**` spans folders, `*` and `?` stay within one."""
-    out = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
-def excluded_by(path: str, patterns: list[str] | tuple[str, ...]) -> str | None:
-    for pattern in patterns:
-        if _glob_regex(pattern).match(path):
-            return pattern
-    return None
 
 
 def is_markdown(name: str) -> bool:
