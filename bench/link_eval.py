@@ -42,7 +42,7 @@ from mindtui.vault.types import load_type_registry  # noqa: E402
 
 def link_pairs(conn) -> list[tuple[str, str]]:
     """(source path, target path) of resolved wikilinks between two different indexed notes."""
-    links = resolved_link_paths(conn, wikilinks_only=True)
+    links = resolved_link_paths(conn, wikilinks_only=True, model_readable_sources=True)
     return sorted((source, target) for source, targets in links.items() for target in targets)
 
 

@@ -234,8 +234,13 @@ def _note(args, service: Service) -> int:
 
 def _eval(args, service: Service) -> int:
     if args.overrides:
-        service = Service(service.settings.with_values(parse_overrides(args.overrides), "--set"),
-                          audience=service.audience, models=service.models)
+        settings = service.settings.with_values(parse_overrides(args.overrides), "--set")
+        with Service(settings, audience=service.audience, models=service.models) as tried:
+            return _eval_on(args, tried)
+    return _eval_on(args, service)
+
+
+def _eval_on(args, service: Service) -> int:
     progress = StderrProgress(quiet=args.quiet)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()] if args.systems else None
     report = service.evaluate(args.kind, args.source, vault=args.eval_vault, systems=systems,
@@ -302,8 +307,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = load_settings().with_overrides(db=str(args.db) if args.db else None)
-        audience = Audience(args.audience) if (args.command in READING and not args.job) else Audience.OWNER
-        with Service(settings, audience=audience) as service:
+        reading = not args.job and (args.command or "status") in READING
+        if args.audience != Audience.OWNER.value and not reading:
+            raise NotAllowed(f"--audience {args.audience}: only reading commands ({', '.join(READING)}) take an "
+                             "audience; jobs, models and eval are the owner's")
+        with Service(settings, audience=Audience(args.audience)) as service:
             return _dispatch(args, service)
     except MindtuiError as exc:
         print(f"mindtui: {exc}", file=sys.stderr)

@@ -16,7 +16,7 @@ from fakes import DeterministicFakeEmbedder, RecordingReranker
 from mindtui.audience import Audience
 from mindtui.cli import main
 from mindtui.config import load_settings
-from mindtui.errors import NoteNotFound
+from mindtui.errors import NotAllowed, NoteNotFound
 from mindtui.models.holder import ModelHolder
 from mindtui.service import SearchOptions, Service
 from mindtui.store import open_database
@@ -286,3 +286,66 @@ def test_a_private_folder_is_hidden_from_agents_before_the_next_import(privacy_v
             with pytest.raises(NoteNotFound):
                 agent.note("Nachbar")
             assert agent.status()["notes_total"] == visible - 1
+
+
+def test_every_field_an_agent_gets_is_redacted(privacy_vault):
+    """Frontmatter values, headings, a snippet whose window cuts a link in half, explain's raw scores."""
+    settings, holder, *_ = privacy_vault
+    root = privacy_vault_root(settings)
+    filler = " ".join(f"wort{i}" for i in range(40))
+    # snippet(): the window starts 73 characters before the query word and is 220 long; the link
+    # to the private note is placed to straddle its end.
+    line = f"{filler} Pomeranze {'y' * 128} [[Geheim]] am Ende."
+    (root / "Zeta.md").write_text(f'---\nrelated: ["[[Geheim]]"]\naliases: [Zet]\n---\n# Zeta\n\n## Siehe [[Geheim]]\n\n'
+                                  f"{line}\n", encoding="utf-8")
+    run_import(settings.db_path, root)
+    with Service(settings, audience=Audience.AGENT, models=holder) as agent, \
+            Service(settings, audience=Audience.OWNER, models=holder) as owner:
+        mine = owner.search("Pomeranze", SearchOptions(mode="fts", log=False)).results[0]
+        assert "[[Gehe" in mine.snippet and not mine.snippet.endswith("]]")  # the window does cut the link
+        theirs = agent.search("Pomeranze", SearchOptions(mode="fts", log=False)).results[0]
+        assert theirs.path == "Zeta.md" and "Gehe" not in theirs.snippet
+        assert theirs.explain["fts"] == {"rank": 1} and "bm25" in json.dumps(mine.explain)
+        dumped = json.dumps(agent.note("Zeta", with_chunks=True).as_dict(), ensure_ascii=False)
+        assert "Geheim" not in dumped and "[[private note]]" in dumped
+        assert "Geheim" in json.dumps(owner.note("Zeta", with_chunks=True).as_dict(), ensure_ascii=False)
+
+
+def test_redaction_of_links_cut_at_a_window_edge():
+    from mindtui.service.redact import redact
+
+    assert redact("…und dann [[Gehalt", frozenset()) == "…und dann [[…]]"
+    assert redact("altsgespräch]] und weiter", frozenset()) == "[[…]] und weiter"
+    assert redact("siehe [[Offen]] und [[Geheim|das]]", frozenset({"geheim"})) == "siehe [[Offen]] und [[private note]]"
+    assert redact("[Text](Privat/Gehalt%20neu.md) und [x](Offen.md)", frozenset({"privat/gehalt neu"})) == (
+        "[[private note]] und [x](Offen.md)")
+
+
+def test_evaluation_is_for_the_owner_and_never_feeds_a_model_a_note_without_consent(vault, tmp_path, capsys):
+    """eval links uses each linking note's text as a query: an ai_processing: none note is no source."""
+    vault.write("Arzt.md", "Der Hausarzt in der Nachbarschaft.\n")
+    vault.write("Akte.md", "---\nai_processing: none\n---\nMeine Krankenakte, Diagnose, siehe [[Arzt]].\n")
+    vault.write("Offen.md", "Ein offener Text über den Garten, siehe [[Arzt]].\n")
+    fake = DeterministicFakeEmbedder()
+    asked: list[str] = []
+    original = fake.embed_query
+
+    def recording_query(text):
+        asked.append(text)
+        return original(text)
+
+    fake.embed_query = recording_query
+    holder = ModelHolder(embedder_factory=lambda settings, say: fake)
+    settings = load_settings().with_overrides(db=str(tmp_path / "mine.db"))
+    with Service(settings, audience=Audience.AGENT, models=holder) as agent:
+        with pytest.raises(NotAllowed, match="evaluation is for the owner"):
+            agent.evaluate("links", vault.root, scratch=tmp_path / "eval")
+    with Service(settings, audience=Audience.OWNER, models=holder) as owner:
+        report = owner.evaluate("links", vault.root, scratch=tmp_path / "eval", systems=["hybrid"])
+        assert owner.run_job("index", steps=["import"], vault=vault.root).ok  # mine.db, for the status below
+    assert report["queries"] == 1 and asked and not any("Krankenakte" in text for text in asked)
+    assert fake.embedded_texts and not any("Krankenakte" in text for text in fake.embedded_texts)
+    assert main(["--audience", "agent", "eval", "links", str(vault.root)]) == 2  # the CLI says so too
+    assert "only reading commands" in capsys.readouterr().err
+    assert main(["--audience", "agent", "--db", str(tmp_path / "mine.db"), "--json"]) == 0  # status reads as agent
+    assert json.loads(capsys.readouterr().out)["audience"] == "agent"

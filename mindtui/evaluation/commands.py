@@ -98,8 +98,9 @@ def eval_golden(settings: Settings, golden_path: Path, vault: Path, *, systems: 
 def eval_links(settings: Settings, vault: Path, *, systems: list[str] | None, sample: int | None,
                scratch: Path | None, db_path: Path | None, progress: StepProgress,
                message: Callable[[str], None], holder=None) -> dict:
-    db_path, links = _prepared(settings, vault, scratch, db_path, progress, message, note_store.resolved_link_paths,
-                               holder)
+    # A linking note's own text is the query: a note that no model may read is not one.
+    db_path, links = _prepared(settings, vault, scratch, db_path, progress, message,
+                               lambda conn: note_store.resolved_link_paths(conn, model_readable_sources=True), holder)
     queries, qrels, exclude = runs.linked_pair_queries(vault, links, sample)
     if not queries:
         raise EvalInputError(f"{vault}: no note links to another indexed note; nothing to test")

@@ -173,7 +173,10 @@ class SearchEngine:
         return _best_per_note(chunks)[:pool]
 
     # -- the pipeline ---------------------------------------------------------------------
-    def search(self, query: str, options: SearchOptions | None = None) -> SearchResponse:
+    def search(self, query: str, options: SearchOptions | None = None,
+               text_filter: Callable[[str], str] | None = None) -> SearchResponse:
+        """text_filter: applied to a chunk's whole text before its snippet is cut (the service
+        takes links to notes an agent may not see out of it)."""
         options = options or SearchOptions()
         if options.mode not in MODES:
             raise ValueError(f"unknown mode {options.mode!r}; use one of {', '.join(MODES)}")
@@ -242,6 +245,8 @@ class SearchEngine:
             fact = facts[note_id]
             chunk_id = best_chunk.get(note_id)
             text = texts.get(chunk_id, ("", ""))[1] if chunk_id else ""
+            if text_filter is not None:
+                text = text_filter(text)
             response.results.append(SearchResult(note_id, fact.path, fact.title, round(scores[note_id], 6),
                                                  snippet(text, stems), chunk_id, explain.get(note_id, {})))
         if options.log and response.results:

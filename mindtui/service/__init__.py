@@ -14,7 +14,7 @@ from mindtui.jobs.runner import JOBS, STEPS, JobResult
 from mindtui.progress import CancelToken
 from mindtui.search.engine import MODES as SEARCH_MODES
 from mindtui.search.engine import SearchOptions, SearchResponse, SearchResult
-from mindtui.service.core import Service, open_service
+from mindtui.service.core import Service
 from mindtui.service.evaluate import KINDS as EVAL_KINDS
 from mindtui.service.evaluate import format_report as format_eval_report
 from mindtui.service.views import NeighboursView, NoteView
@@ -23,6 +23,6 @@ __all__ = [
     "Audience", "Cancelled", "CancelToken", "ConfigError", "DatabaseError", "EVAL_KINDS", "InputError", "JOBS",
     "JobLockedError", "JobResult", "MindtuiError", "ModelUnavailableError", "NEIGHBOUR_GROUPS", "NeighboursView",
     "NoteNotFound", "NoteView", "NotAllowed", "OperationFailed", "SEARCH_MODES", "STEPS", "SearchOptions",
-    "SearchResponse", "SearchResult", "Service", "format_eval_report", "format_graph_stats", "open_service",
+    "SearchResponse", "SearchResult", "Service", "format_eval_report", "format_graph_stats",
 ]
 

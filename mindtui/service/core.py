@@ -24,7 +24,7 @@ from mindtui.models.holder import ModelHolder, shared_holder
 from mindtui.progress import CancelToken, StepProgress
 from mindtui.search.engine import SearchEngine, SearchModels, SearchOptions, SearchResponse
 from mindtui.service import views
-from mindtui.service.redact import redact
+from mindtui.service.redact import public_explain, redact, redact_value
 from mindtui.store import edges as edge_store
 from mindtui.store import jobs as job_store
 from mindtui.store import notes as note_store
@@ -52,14 +52,17 @@ class Service:
                                     private_paths=settings.privacy.private_paths)
         self._registry: TypeRegistry | None = None
         self._registry_lock = threading.Lock()
+        self._close_lock = threading.Lock()
         self._closed = False
 
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:
-        if not self._closed:
+        with self._close_lock:
+            if self._closed:
+                return
             self._closed = True
-            self._pool.close()
-            self.models.release()
+        self._pool.close()
+        self.models.release()
 
     def __enter__(self) -> "Service":
         return self
@@ -85,25 +88,25 @@ class Service:
                                                            SearchModels(self.models, self.settings, say))
         return engine
 
-    def _redactor(self, pooled) -> Callable[[str | None], str | None]:
+    def _redactor(self, pooled) -> "_Redactor":
         """For an agent: text with links to hidden notes taken out (see service.redact)."""
         if self.audience is Audience.OWNER:
-            return lambda text: text
+            return _Redactor(None)
         version = data_version(pooled.conn)
         cached = pooled.cache.get("hidden_names")
         if cached is None or cached[0] != version:
             cached = pooled.cache["hidden_names"] = (version, hidden_note_names(pooled.conn))
-        names = cached[1]
-        return lambda text: redact(text, names)
+        return _Redactor(cached[1])
 
     # -- reading ---------------------------------------------------------------------------
     def search(self, query: str, options: SearchOptions | None = None) -> SearchResponse:
         """Hybrid search (or one list) over what the audience may see."""
         with self._pool.connection() as pooled:
-            response = self._engine(pooled).search(query, options or SearchOptions())
             clean = self._redactor(pooled)
-        for result in response.results:
-            result.snippet = clean(result.snippet)
+            response = self._engine(pooled).search(query, options or SearchOptions(), text_filter=clean)
+        if self.audience is not Audience.OWNER:
+            for result in response.results:
+                result.explain = public_explain(result.explain)
         return response
 
     def note(self, name: str, *, with_chunks: bool = True) -> views.NoteView:
@@ -117,7 +120,10 @@ class Service:
             clean = self._redactor(pooled)
         view = views.note_view(record, chunks, vault_root, with_chunks, file_if_changed=self.audience is Audience.OWNER)
         view.text = clean(view.text)
-        view.chunks = [dataclasses.replace(chunk, text=clean(chunk.text)) for chunk in view.chunks]
+        view.frontmatter = clean.value(view.frontmatter)
+        view.aliases = clean.value(view.aliases)
+        view.chunks = [dataclasses.replace(chunk, text=clean(chunk.text), heading_path=clean(chunk.heading_path))
+                       for chunk in view.chunks]
         return view
 
     def neighbours(self, name: str, groups: tuple[str, ...] = GROUPS) -> views.NeighboursView:
@@ -187,11 +193,24 @@ class Service:
                        models=self.models)
 
     def evaluate(self, kind: str, source: Path, **options) -> dict:
-        """`mindtui eval`: beir, golden or links on a scratch index (never this database)."""
+        """`mindtui eval`: beir, golden or links on a scratch index (never this database). For the
+        owner: it reads whatever vault it is given, and its figures would tell an agent what a
+        private note contains."""
+        self._owner_only("evaluation")
         from mindtui.service.evaluate import evaluate
 
         return evaluate(self.settings, kind, source, holder=self.models, **options)
 
 
-def open_service(settings: Settings, audience: Audience, **options) -> Service:
-    return Service(settings, audience=audience, **options)
+class _Redactor:
+    """Text for the service's audience: unchanged for the owner, links to hidden notes taken out
+    for an agent (`names`: the hidden notes' names)."""
+
+    def __init__(self, names: frozenset[str] | None) -> None:
+        self.names = names
+
+    def __call__(self, text):
+        return text if self.names is None else redact(text, self.names)
+
+    def value(self, value):
+        return value if self.names is None else redact_value(value, self.names)

@@ -217,12 +217,17 @@ def indexed_paths(conn: apsw.Connection) -> set[str]:
     return {row[0] for row in conn.execute("SELECT path FROM notes")}
 
 
-def resolved_link_paths(conn: apsw.Connection, wikilinks_only: bool = False) -> dict[str, set[str]]:
+def resolved_link_paths(conn: apsw.Connection, wikilinks_only: bool = False,
+                        model_readable_sources: bool = False) -> dict[str, set[str]]:
     """Note path -> paths of the other indexed notes its references resolve to.
 
     wikilinks_only: just `[[links]]` written in the text (no embeds, relations or frontmatter).
+    model_readable_sources: only notes a model may read (their text becomes a query that the
+    embedder and the reranker see): no `ai_processing: none` note.
     """
     only = " AND l.signal = 'wikilink' AND l.is_embed = 0" if wikilinks_only else ""
+    if model_readable_sources:
+        only += " AND s.ai_processing = 1"
     links: dict[str, set[str]] = {}
     for source, target in conn.execute(
             "SELECT s.path, t.path FROM note_links l JOIN notes s ON s.note_id = l.note_id"
