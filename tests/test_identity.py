@@ -206,3 +206,63 @@ def test_refused_mass_delete_is_exit_1_from_the_nightly_job(known, vault, db_pat
                            str(vault.root), "--db", str(db_path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "--allow-mass-delete" in done.stderr
     assert set(known) <= set(ids(db_path))
+
+
+def test_a_note_that_cannot_be_read_keeps_its_id_against_a_new_claim(tmp_path, vault, db_path):
+    """Archiv/ is behind an unmounted link; a new note declaring the same frontmatter id must not
+    take that id (nor delete the kept note's row on the way)."""
+    outside = tmp_path / "usb"
+    outside.mkdir()
+    (outside / "Alt.md").write_text("---\nid: X\n---\nAlter Text.\n", encoding="utf-8")
+    vault.write("Haupt.md", "Haupt.\n")
+    os.symlink(outside, vault.root / "Archiv")
+    run_import(db_path, vault.root, follow_external_symlinks=True)
+    learn_pair(db_path, "X", ids(db_path)["Haupt.md"])
+    shutil.rmtree(outside)
+    vault.write("A.md", "---\nid: X\n---\nNeuer Text.\n")
+    report = run_import(db_path, vault.root, follow_external_symlinks=True)
+    after = ids(db_path)
+    assert after["Archiv/Alt.md"] == "X" and after["A.md"] != "X" and len(set(after.values())) == len(after)
+    assert any(w.path == "A.md" and "duplicate frontmatter id 'X'" in w.reason for w in report.warnings)
+    assert pairs(db_path)[0][2] == 1 and "X" in pairs(db_path)[0][:2]
+
+
+def test_a_file_that_cannot_be_stat_ed_keeps_its_note(known, vault, db_path, monkeypatch):
+    real_scandir = os.scandir
+
+    class Unreadable:
+        """A directory entry whose stat fails (a folder listable but not searchable)."""
+
+        def __init__(self, entry):
+            self._entry = entry
+            self.name, self.path = entry.name, entry.path
+
+        def is_symlink(self):
+            return False
+
+        def is_dir(self, follow_symlinks=True):
+            return False
+
+        def is_file(self, follow_symlinks=True):
+            raise PermissionError(13, "Permission denied")
+
+        def stat(self, follow_symlinks=True):
+            raise PermissionError(13, "Permission denied")
+
+    def scandir(path):
+        entries = list(real_scandir(path))
+        return [Unreadable(e) if str(path).endswith("/Rest") else e for e in entries]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    report = run_import(db_path, vault.root)
+    assert ids(db_path) == known and report.notes_deleted == 0
+    assert any(w.path == "Rest/Notiz 0.md" and "cannot stat" in w.reason for w in report.warnings)
+
+
+def test_a_rename_that_gains_a_frontmatter_id_moves_its_search_pairs(known, vault, db_path):
+    vault.remove("Lernen/Vergessenskurve.md")
+    vault.write("Archiv/Ebbinghaus.md", "---\nid: ebbinghaus\n---\n" + TEXT)
+    report = run_import(db_path, vault.root)
+    assert ids(db_path)["Archiv/Ebbinghaus.md"] == "ebbinghaus" and report.notes_renamed == 1
+    (pair,) = pairs(db_path)
+    assert "ebbinghaus" in pair[:2] and known["Lernen/Spaced Repetition.md"] in pair[:2]

@@ -97,6 +97,7 @@ class VaultImporter:
         unchanged: dict[str, note_store.NoteState] = {}
         touched: list[tuple[note_store.NoteState, VaultFile]] = []
         unreadable: set[str] = set()
+        kept: dict[str, note_store.NoteState] = {}  # cannot be read now: kept as they were, ids included
         files = {f.path: f for f in scan.files}
         for file in scan.files:
             state = states.get(file.path)
@@ -107,7 +108,7 @@ class VaultImporter:
             data = self._read(file)
             if data is None:
                 if state:  # keep what we had rather than lose the note
-                    unchanged[file.path] = state
+                    kept[file.path] = state
                 unreadable.add(file.path)
                 continue
             if current and state.content_hash == sha256_hex(data):
@@ -120,7 +121,7 @@ class VaultImporter:
         self.report.files_skipped = len(scan.out_of_corpus) + len(unreadable)
 
         # A folder that could not be listed (or an unmounted link target) keeps its notes.
-        kept = {p: s for p, s in states.items() if p not in files and under_any(p, scan.unlisted)}
+        kept.update({p: s for p, s in states.items() if p not in files and under_any(p, scan.unlisted)})
         for prefix in sorted(scan.unlisted):
             count = sum(1 for p in kept if under_any(p, {prefix}))
             if count:
@@ -135,7 +136,7 @@ class VaultImporter:
             kept.update({s.path: s for s in vanished})
             vanished = []
 
-        ids = self._settle_ids(parsed, {**unchanged, **kept}, renames, states, files, scan.out_of_corpus)
+        ids = self._settle_ids(parsed, unchanged, kept, renames, states, files, scan.out_of_corpus)
         names = self._name_index(parsed, {**unchanged, **kept}, ids, scan.out_of_corpus, scan.attachments)
         self._count_changes(parsed, states, vanished, renames)
         final_ids = set(ids.values())
@@ -210,42 +211,47 @@ class VaultImporter:
 
     # -- note ids --------------------------------------------------------------------------
     def _settle_ids(self, parsed: dict[str, ParsedFile], unchanged: dict[str, note_store.NoteState],
-                    renames: dict, states: dict, files: dict[str, VaultFile],
-                    out_of_corpus: dict[str, str]) -> dict[str, str]:
-        """1. A frontmatter id belongs to the first path (in sort order) that declares it.
+                    kept: dict[str, note_store.NoteState], renames: dict, states: dict,
+                    files: dict[str, VaultFile], out_of_corpus: dict[str, str]) -> dict[str, str]:
+        """0. A note kept as it was (it cannot be read now) keeps its id: nothing may take it.
+        1. A frontmatter id belongs to the note that has it already (at its path, or the note it
+           was renamed from); otherwise to the first path, in sort order, that declares it. So a
+           copy of a note never takes the original's id, and a clean run decides by sort order.
         2. Otherwise a note keeps the id it had (same path, or the note it was renamed from).
-        3. A new note gets a hash of its path (made unique if a kept id already uses it)."""
+        3. A new note gets a hash of its path (made unique if a kept id already uses it).
+        An unchanged note whose id changed is parsed again (it is rewritten under the new id)."""
+        ids = {path: state.note_id for path, state in kept.items()}
+        taken = set(ids.values())
         declared = {p: f.declared_id for p, f in parsed.items()}
         declared.update({p: s.declared_id for p, s in unchanged.items()})
+        previous = {p: states.get(p) or renames.get(p) for p in declared}
         claims: dict[str, list[str]] = defaultdict(list)
         for path in sorted(declared):
             if declared[path]:
                 claims[declared[path]].append(path)
-        ids: dict[str, str] = {}
-        for path, value in declared.items():
-            if value and claims[value][0] == path:
-                ids[path] = value
-            elif value:
-                self._warn(path, f"duplicate frontmatter id {value!r} (also in {claims[value][0]}); "
-                                 "using another id")
-        taken = set(ids.values())
+        for value, paths in claims.items():
+            holders = [p for p in paths if previous[p] is not None and previous[p].note_id == value]
+            winner = None if value in taken else (holders or paths)[0]
+            if winner is not None:
+                ids[winner] = value
+                taken.add(value)
+            for path in paths:
+                if path != winner:
+                    owner = winner or "a note that cannot be read now"
+                    self._warn(path, f"duplicate frontmatter id {value!r} (also in {owner}); using another id")
         for path in sorted(p for p in declared if p not in ids):
-            previous = states[path] if path in states else renames.get(path)
-            if previous is not None and previous.note_id not in taken:
-                ids[path] = previous.note_id
-                taken.add(previous.note_id)
+            before = previous[path]
+            if before is not None and before.note_id not in taken:
+                ids[path] = before.note_id
+                taken.add(before.note_id)
         for path in sorted(p for p in declared if p not in ids):
             note_id, salt = path_note_id(path), 1
             while note_id in taken:
                 note_id, salt = path_note_id(f"{path}\n{salt}"), salt + 1
             ids[path] = note_id
             taken.add(note_id)
-        # An unchanged note whose id changed (it lost or won a claim) must be rewritten; one
-        # that cannot be read now (an unlisted folder) keeps its row and its id.
         for path, state in list(unchanged.items()):
-            if ids[path] != state.note_id and path not in files:
-                ids[path] = state.note_id
-            elif ids[path] != state.note_id:
+            if ids[path] != state.note_id:
                 data = self._read(files[path])
                 item = self._parse(files[path], data, out_of_corpus) if data is not None else None
                 if item is not None:

@@ -61,7 +61,7 @@ def match_renames(added: Mapping[str, tuple[str, str | None, str]], vanished: li
         found = next((v for v in free if v.content_hash == added[path][0]), None)
         if found is not None:
             take(path, found)
-    rest = sorted(p for p in added if p not in matches and not added[p][1])
+    rest = sorted(p for p in added if p not in matches)
     if not rest or not free:
         return matches, notices
     if len(rest) * len(free) > MAX_FUZZY_PAIRS:

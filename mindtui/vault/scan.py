@@ -95,7 +95,8 @@ def scan_vault(
                 elif entry.is_file(follow_symlinks=False):
                     add_file(entry, child_rel, entry.stat(follow_symlinks=False))
             except OSError as exc:
-                warn(child_rel, f"cannot stat: {exc.strerror or exc}")
+                warn(child_rel, f"cannot stat: {exc.strerror or exc}; a note indexed from it is kept")
+                result.unlisted.add(child_rel)
 
     def follow(entry: os.DirEntry, rel: str) -> None:
         target = os.path.realpath(entry.path)
