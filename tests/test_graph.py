@@ -11,7 +11,8 @@ from mindtui.cli import main
 from mindtui.config import load_settings
 from mindtui.graph.change_graph import build_change_graph, columns_from
 from mindtui.graph.change_log import read_work_log
-from mindtui.graph.neighbours import GROUPS, NoteLookupError, find_note, neighbours
+from mindtui.errors import NoteNotFound
+from mindtui.graph.neighbours import GROUPS, find_note, neighbours
 from mindtui.models.sweep import run_embed_sweep
 from mindtui.search.engine import SearchEngine, SearchOptions
 from mindtui.store import open_database
@@ -240,14 +241,14 @@ def test_suggestions_by_meaning_with_the_real_model(vault, db_path, e5_embedder)
 def test_find_note_by_path_title_alias_id_and_ambiguity(linked_db, vault, db_path):
     note = find_note(linked_db, "Konzept.md")
     assert find_note(linked_db, "idee").note_id == note.note_id == find_note(linked_db, note.note_id).note_id
-    with pytest.raises(NoteLookupError, match="no note"):
+    with pytest.raises(NoteNotFound, match="no note"):
         find_note(linked_db, "Gibt es nicht")
     vault.write("Unter/Konzept.md", "zweites\n")
     vault.write("A/Thema.md", "eins\n")
     vault.write("B/Thema.md", "zwei\n")
     run_import(db_path, vault.root, exclude=["Vorlagen/**"])
     assert find_note(linked_db, "Konzept").path == "Konzept.md"  # an exact vault path wins over a title
-    with pytest.raises(NoteLookupError, match="ambiguous: 2 notes match by title: A/Thema.md, B/Thema.md"):
+    with pytest.raises(NoteNotFound, match="ambiguous: 2 notes match by title: A/Thema.md, B/Thema.md"):
         find_note(linked_db, "Thema")
 
 

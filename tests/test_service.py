@@ -15,7 +15,7 @@ from fakes import DeterministicFakeEmbedder
 from mindtui.audience import Audience
 from mindtui.config import load_settings
 from mindtui.errors import ModelUnavailableError, NotAllowed
-from mindtui.models.holder import ModelHolder
+from mindtui.models.holder import LOADER_THREAD, ModelHolder
 from mindtui.models.sweep import DimensionMismatch, run_embed_sweep
 from mindtui.progress import CancelToken
 from mindtui.service import InputError, SearchOptions, Service
@@ -214,3 +214,33 @@ def test_a_closed_pipe_ends_quietly(sample_vault, db_path):
                           timeout=60)
     assert done.returncode == 0 and done.stdout.strip().startswith("1.")
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+def test_closing_the_last_service_frees_the_model_and_a_late_load_is_not_kept(sample_vault, db_path):
+    import threading
+
+    closed, release = [], threading.Event()
+
+    class ClosableFake(DeterministicFakeEmbedder):
+        def close(self):
+            closed.append(self)
+
+    def slow(settings, say):
+        release.wait(30)
+        return ClosableFake()
+
+    holder = ModelHolder(embedder_factory=slow)
+    run_import(db_path, sample_vault.root)
+    settings = load_settings().with_overrides(db=str(db_path))
+    service = Service(settings, audience=Audience.OWNER, models=holder)
+    service.preload_models()  # the load starts in the background...
+    (loader,) = [t for t in threading.enumerate() if t.name == LOADER_THREAD]
+    service.close()  # ...and the last user leaves before it ends
+    release.set()
+    loader.join(30)
+    assert len(closed) == 1 and holder.states(settings)[0].status == "not loaded"
+    with Service(settings, audience=Audience.OWNER, models=ModelHolder(
+            embedder_factory=lambda s, say: ClosableFake())) as again:
+        again.search("Zettelkasten", SearchOptions(log=False))
+        models = again.models
+    assert len(closed) == 2 and models.states(settings)[0].status == "not loaded"

@@ -23,7 +23,6 @@ from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
 GROUPS = ("links_out", "backlinks", "relations", "type_defaults", "change", "search", "suggestions")
 
 
-NoteLookupError = NoteNotFound  # the name the graph code has always used
 
 
 @dataclass
@@ -64,9 +63,9 @@ def find_note(conn: apsw.Connection, name: str) -> graph_store.NoteRef:
             return matches[0]
         if len(matches) > 1:
             listed = ", ".join(r.path for r in matches[:8])
-            raise NoteLookupError(f"{name!r} is ambiguous: {len(matches)} notes match by {how}: {listed}; "
+            raise NoteNotFound(f"{name!r} is ambiguous: {len(matches)} notes match by {how}: {listed}; "
                                   "give the vault path")
-    raise NoteLookupError(f"no note {name!r} (tried note id, path, title, alias and file name)")
+    raise NoteNotFound(f"no note {name!r} (tried note id, path, title, alias and file name)")
 
 
 def _ref_of(other_id: str, refs: dict[str, graph_store.NoteRef]) -> tuple[str | None, str, str, bool]:

@@ -1,7 +1,10 @@
 """Sentence embeddings with llama.cpp: e5 prefixes, L2-normalised vectors, inputs capped at 512 tokens.
 
 llama_cpp is imported when the model is first used, never at module import, so the headless
-core and the TUI start without it. One Embedder per thread (llama contexts are not shared).
+core and the TUI start without it. One Embedder serves every thread of a process (see
+models.holder): each call holds the embedder's lock for the whole llama.cpp call, so a
+context is never used by two threads at once nor freed under a running call. After
+`close()` the embedder refuses work instead of quietly loading the model again.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from typing import Sequence
 
 import numpy as np
 
-from mindtui.models.files import ModelUnavailableError, load_llama
+from mindtui.errors import ModelUnavailableError
+from mindtui.models.files import load_llama
 
 QUERY_PREFIX = "query: "
 PASSAGE_PREFIX = "passage: "
@@ -24,19 +28,23 @@ class Embedder:
         self.model_id = model_id
         self.n_threads = n_threads
         self._llm = None
+        self._closed = False
         self._lock = threading.Lock()
 
     def _model(self):
-        with self._lock:
-            if self._llm is None:
-                self._llm = self._load()
-            return self._llm
+        """The loaded model; call with the lock held."""
+        if self._closed:
+            raise ModelUnavailableError(f"the embedding model {self.model_path.name} was closed")
+        if self._llm is None:
+            self._llm = self._load()
+        return self._llm
 
     def _load(self):
         llm = load_llama(self.model_path, "embedding", n_threads=self.n_threads, n_threads_batch=self.n_threads,
                          flash_attn=True,
                          hint=" (a corrupt file? `mindtui models status` checks it, `mindtui models build` rebuilds it)")
         if llm.n_embd() <= 0:
+            llm.close()
             raise ModelUnavailableError(f"{self.model_path} is not an embedding model")
         return llm
 
@@ -46,12 +54,12 @@ class Embedder:
 
     @property
     def dim(self) -> int:
-        return int(self._model().n_embd())
+        with self._lock:
+            return int(self._model().n_embd())
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        llm = self._model()
         with self._lock:
-            vectors = llm.embed(list(texts), normalize=False, truncate=True)
+            vectors = self._model().embed(list(texts), normalize=False, truncate=True)
         matrix = np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         return matrix / np.where(norms == 0, 1.0, norms)
@@ -64,12 +72,12 @@ class Embedder:
 
     def count_tokens(self, text: str) -> int:
         """Model tokens of `text` including <s> and </s>."""
-        llm = self._model()
         with self._lock:
-            return len(llm.tokenize(text.encode("utf-8"), add_bos=True, special=False))
+            return len(self._model().tokenize(text.encode("utf-8"), add_bos=True, special=False))
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None

@@ -21,6 +21,7 @@ from mindtui.models.files import ensure_embedding_model, reranker_path, threads
 from mindtui.models.reranker import Reranker
 
 NOT_LOADED, LOADING, READY, UNAVAILABLE = "not loaded", "loading", "ready", "unavailable"
+LOADER_THREAD = "mindtui-model-load"
 
 Say = Callable[[str], None]
 
@@ -59,6 +60,7 @@ class ModelHolder:
         self._embedder_key: tuple | None = None
         self._failure: tuple[tuple, str] | None = None
         self._loading = False
+        self._generation = 0  # moves on close(): a load that started before it is not kept
         self._reranker = None
         self._reranker_key: tuple | None = None
         self._users = 0
@@ -76,15 +78,17 @@ class ModelHolder:
             self.close()
 
     def close(self) -> None:
-        """Free every loaded model (the next use loads it again)."""
-        with self._load_lock:
-            with self._lock:
-                embedder, reranker = self._embedder, self._reranker
-                self._embedder = self._reranker = None
-                self._embedder_key = self._reranker_key = None
-            for model in (embedder, reranker):
-                if model is not None and hasattr(model, "close"):
-                    model.close()
+        """Free every loaded model (the next use loads it again). A load still running keeps
+        nothing: it sees the generation moved and closes what it made (no waiting for it here).
+        A model in use by another thread is freed when its current call ends (its own lock)."""
+        with self._lock:
+            self._generation += 1
+            embedder, reranker = self._embedder, self._reranker
+            self._embedder = self._reranker = None
+            self._embedder_key = self._reranker_key = None
+        for model in (embedder, reranker):
+            if model is not None and hasattr(model, "close"):
+                model.close()
 
     def forget_failures(self) -> None:
         with self._lock:
@@ -108,18 +112,26 @@ class ModelHolder:
             if not wait:
                 if not self._loading:
                     self._loading = True
-                    threading.Thread(target=self._load_quietly, args=(settings,), daemon=True,
-                                     name="mindtui-model-load").start()
+                    threading.Thread(target=self._load_quietly, args=(settings, self._generation), daemon=True,
+                                     name=LOADER_THREAD).start()
                 return None
-        return self._load(settings, say or (lambda text: None))
+            generation = self._generation
+        return self._load(settings, say or (lambda text: None), generation)
 
-    def _load_quietly(self, settings: Settings) -> None:
+    def _load_quietly(self, settings: Settings, generation: int) -> None:
+        """The background load (a search that would not wait); its result is only kept, not used."""
         try:
-            self._load(settings, lambda text: None)
+            embedder = self._load(settings, lambda text: None, generation)
         except ModelUnavailableError:
             return  # remembered as the failure; the next search shows it
+        with self._lock:
+            kept = embedder is self._embedder
+        if not kept and hasattr(embedder, "close"):
+            embedder.close()  # the holder closed while it loaded
 
-    def _load(self, settings: Settings, say: Say):
+    def _load(self, settings: Settings, say: Say, generation: int):
+        """Load under the load lock. `generation`: the holder's when the load was asked for; if
+        it closed since, the model is handed to the caller but not kept."""
         key = self._key(settings)
         with self._load_lock:
             with self._lock:
@@ -138,8 +150,11 @@ class ModelHolder:
                     self._failure, self._loading = (key, message), False
                 raise ModelUnavailableError(message) from exc
             with self._lock:
+                self._loading = False
+                if generation != self._generation:  # closed meanwhile: hand it to this caller only
+                    return embedder
                 old, self._embedder, self._embedder_key = self._embedder, embedder, key
-                self._loading, self._failure = False, None
+                self._failure = None
         if old is not None and hasattr(old, "close"):
             old.close()
         return embedder
@@ -149,9 +164,14 @@ class ModelHolder:
         """The configured reranker (it loads on its first use), or None when none is configured."""
         key = (str(settings.models.reranker_path), settings.models.reranker_threads)
         with self._lock:
+            old = None
             if self._reranker_key != key:
+                old = self._reranker
                 self._reranker, self._reranker_key = self._reranker_factory(settings), key
-            return self._reranker
+            reranker = self._reranker
+        if old is not None and hasattr(old, "close"):
+            old.close()
+        return reranker
 
     # -- what a status bar shows -----------------------------------------------------------
     def states(self, settings: Settings) -> list[ModelState]:

@@ -29,6 +29,7 @@ class Reranker:
         self.model_path = Path(model_path)
         self.n_threads = n_threads
         self._llm = None
+        self._failure: str | None = None
         self._lock = threading.Lock()
 
     def _load(self):
@@ -56,8 +57,16 @@ class Reranker:
         return self._llm is not None
 
     def _model(self):
+        """The loaded model; call with the lock held. A failed load is remembered: a broken file
+        costs one attempt, not one per search."""
+        if self._failure is not None:
+            raise ModelUnavailableError(self._failure)
         if self._llm is None:
-            self._llm = self._load()
+            try:
+                self._llm = self._load()
+            except ModelUnavailableError as exc:
+                self._failure = str(exc)
+                raise
         return self._llm
 
     def _tokens(self, text: str) -> list[int]:
@@ -88,6 +97,7 @@ class Reranker:
 
     def close(self) -> None:
         with self._lock:
+            self._failure = f"the reranker {self.model_path.name} was closed"
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None

@@ -21,7 +21,6 @@ from mindtui.store import vectors as vector_store
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta, set_meta
 from mindtui.text.names import passage_text
 
-MODEL_KEY = EMBEDDING_MODEL_KEY
 
 
 class DimensionMismatch(ModelUnavailableError):
@@ -75,8 +74,8 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
     with conn:  # old vectors out, first batch in: one transaction
         report.removed += vector_store.delete_other_models(conn, model_id)
         report.removed += vector_store.delete_orphans(conn, model_id)
-        if get_meta(conn, MODEL_KEY) != model_id:
-            set_meta(conn, MODEL_KEY, model_id)
+        if get_meta(conn, EMBEDDING_MODEL_KEY) != model_id:
+            set_meta(conn, EMBEDDING_MODEL_KEY, model_id)
         if first:
             vector_store.insert_vectors(conn, model_id, [p.content_hash for p in first], first_vectors)
     if others:

@@ -366,11 +366,12 @@ class SearchEngine:
         except Exception as exc:  # reranking is an improvement, never a requirement
             notices.append(f"reranker failed ({exc}); fused order kept")
             return order
-        ranked = iter(n for n, _ in sorted(zip(allowed, rerank_scores), key=lambda pair: -pair[1]))
-        for rank, (note_id, value) in enumerate(sorted(zip(allowed, rerank_scores), key=lambda p: -p[1]), start=1):
+        by_score = sorted(zip(allowed, rerank_scores), key=lambda pair: -pair[1])
+        for rank, (note_id, value) in enumerate(by_score, start=1):
             explain.setdefault(note_id, {})["rerank"] = {"rank": rank, "score": round(value, 4)}
+        reordered = iter(note_id for note_id, _ in by_score)
         slots = set(allowed)
-        return [next(ranked) if n in slots else n for n in head] + order[len(head):]
+        return [next(reordered) if n in slots else n for n in head] + order[len(head):]
 
     def _log(self, query: str, mode: str, note_ids: list[str], notices: list[str]) -> None:
         """The owner's searches teach search pairs; an agent's are kept apart (or not at all

@@ -8,6 +8,8 @@ import apsw
 EMBEDDING_MODEL_KEY = "embedding_model"
 # The vault folder the last import read (absolute), where a note's file is found again.
 VAULT_KEY = "vault_root"
+# privacy.private_paths as the last import applied them to notes.private.
+PRIVACY_KEY = "privacy_paths"
 
 
 def get_meta(conn: apsw.Connection, key: str) -> str | None:

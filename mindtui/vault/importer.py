@@ -33,7 +33,7 @@ from mindtui.store import edges as edge_store
 from mindtui.store import notes as note_store
 from mindtui.store.batch import immediate, write_batches
 from mindtui.store.identity import move_note_data
-from mindtui.store.meta import VAULT_KEY, get_meta, set_meta
+from mindtui.store.meta import PRIVACY_KEY, VAULT_KEY, get_meta, set_meta
 from mindtui.vault.edges import reference_edges, structure_edges
 from mindtui.vault.markdown import NotMarkdownError
 from mindtui.vault.note_builder import (
@@ -46,7 +46,6 @@ from mindtui.text.globs import excluded_by
 from mindtui.vault.scan import ImportWarning, VaultFile, scan_vault, under_any
 from mindtui.vault.types import TypeRegistry
 
-PRIVACY_KEY = "privacy_paths"
 
 __all__ = ["VaultImporter", "ImportReport"]
 
