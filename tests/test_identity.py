@@ -249,9 +249,18 @@ def test_a_file_that_cannot_be_stat_ed_keeps_its_note(known, vault, db_path, mon
         def stat(self, follow_symlinks=True):
             raise PermissionError(13, "Permission denied")
 
-    def scandir(path):
-        entries = list(real_scandir(path))
-        return [Unreadable(e) if str(path).endswith("/Rest") else e for e in entries]
+    class Listing(list):
+        """What os.scandir returns: iterable, and a context manager (pathlib uses it so)."""
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+    def scandir(path="."):
+        with real_scandir(path) as entries:
+            return Listing(Unreadable(e) if str(path).endswith("/Rest") else e for e in entries)
 
     monkeypatch.setattr(os, "scandir", scandir)
     report = run_import(db_path, vault.root)
