@@ -187,7 +187,7 @@ class ModelHolder:
                 embedding = ModelState("embedding", NOT_LOADED)
             path = reranker_path(settings)
             if path is None:
-                rerank = ModelState("reranker", UNAVAILABLE, "not configured (models.reranker_path)")
+                rerank = ModelState("reranker", UNAVAILABLE, "not configured: set models.reranker_path")
             elif self._reranker is not None and getattr(self._reranker, "loaded", True):
                 rerank = ModelState("reranker", READY)
             else:

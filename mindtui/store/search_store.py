@@ -51,9 +51,10 @@ def _filters(note_type: str | None, tag: str | None, path_prefix: str | None) ->
 
 def fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: str | None = None,
                tag: str | None = None, path_prefix: str | None = None, restricted: bool = False) -> list[ChunkHit]:
-    """restricted: the connection hides notes (an agent's): filter inside the ranking query, so
-    hidden notes' chunks cannot crowd visible ones out of the top `limit`."""
-    if not (note_type or tag or path_prefix or restricted):
+    """restricted: the connection hides notes (an agent's). The fast path's rows then map through
+    the filtered `chunks` view; only when that dropped a row of a full page (hidden chunks might
+    crowd visible ones out of the top `limit`) is the ranking redone with the filter inside it."""
+    if not (note_type or tag or path_prefix):
         # FTS5's own top-k path (`rank` set to the weighted bm25): no join per matching row.
         rows = conn.execute(
             "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?",
@@ -63,7 +64,9 @@ def fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: st
         marks = ",".join("?" * len(rows))
         owners = dict(conn.execute(f"SELECT chunk_id, note_id FROM chunks WHERE chunk_id IN ({marks})",
                                    [r[0] for r in rows]))
-        return [ChunkHit(chunk_id, owners[chunk_id], score) for chunk_id, score in rows if chunk_id in owners]
+        hits = [ChunkHit(chunk_id, owners[chunk_id], score) for chunk_id, score in rows if chunk_id in owners]
+        if not restricted or len(hits) == len(rows) or len(rows) < limit:
+            return hits
     where, args = _filters(note_type, tag, path_prefix)
     rows = conn.execute(
         "SELECT c.chunk_id, c.note_id, bm25(chunks_fts, ?, ?, ?) AS rank FROM chunks_fts"

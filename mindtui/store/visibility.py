@@ -30,25 +30,30 @@ from mindtui.text.names import exact_key
 # The one definition of a note an agent may see, for a `main.notes` row aliased `n`. Besides
 # the flags stored at import, the reader's own privacy.private_paths apply at once (a folder
 # added to the setting is hidden before the next import), through a function each agent
-# connection registers.
+# connection registers (left out of the SQL when there are no such paths: it costs a Python
+# call per row).
 PRIVATE_PATH_FUNCTION = "mindtui_private_path"
-AGENT_VISIBLE = f"n.private = 0 AND n.ai_processing = 1 AND NOT {PRIVATE_PATH_FUNCTION}(n.path)"
+AGENT_VISIBLE = "n.private = 0 AND n.ai_processing = 1"
 
 
-def _visible(column: str) -> str:
-    return f"EXISTS (SELECT 1 FROM main.notes n WHERE n.note_id = {column} AND {AGENT_VISIBLE})"
-
-
-def _hidden_any(*columns: str) -> str:
-    return (f"NOT EXISTS (SELECT 1 FROM main.notes n WHERE n.note_id IN ({', '.join(columns)})"
-            f" AND NOT ({AGENT_VISIBLE}))")
+def _agent_visible(private_paths: tuple[str, ...]) -> str:
+    return AGENT_VISIBLE + (f" AND NOT {PRIVATE_PATH_FUNCTION}(n.path)" if private_paths else "")
 
 
 def _columns(conn: apsw.Connection, table: str) -> list[str]:
     return [row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")]
 
 
-def _agent_views(conn: apsw.Connection) -> list[str]:
+def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[str]:
+    visible_note = _agent_visible(private_paths)
+
+    def _visible(column: str) -> str:
+        return f"EXISTS (SELECT 1 FROM main.notes n WHERE n.note_id = {column} AND {visible_note})"
+
+    def _hidden_any(*columns: str) -> str:
+        return (f"NOT EXISTS (SELECT 1 FROM main.notes n WHERE n.note_id IN ({', '.join(columns)})"
+                f" AND NOT ({visible_note}))")
+
     edge_columns = ", ".join(
         "CASE WHEN e.signal = 'change' AND instr(e.evidence, ' · ') > 0"
         " THEN substr(e.evidence, 1, instr(e.evidence, ' · ') - 1) ELSE e.evidence END AS evidence"
@@ -60,7 +65,7 @@ def _agent_views(conn: apsw.Connection) -> list[str]:
          "error": "CASE WHEN e.error IS NULL THEN NULL ELSE 'failed (details for the owner only)' END AS error"
          }.get(name, f"e.{name}") for name in _columns(conn, "job_runs"))
     return [
-        f"CREATE TEMP VIEW notes AS SELECT n.* FROM main.notes n WHERE {AGENT_VISIBLE}",
+        f"CREATE TEMP VIEW notes AS SELECT n.* FROM main.notes n WHERE {visible_note}",
         f"CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE {_visible('c.note_id')}",
         # `detail` may list the candidates of an ambiguous link, hidden ones among them.
         f"CREATE TEMP VIEW note_links AS SELECT {link_columns} FROM main.note_links l WHERE "
@@ -91,7 +96,7 @@ def restrict(conn: apsw.Connection, audience: Audience, private_paths: tuple[str
     conn.create_scalar_function(PRIVATE_PATH_FUNCTION,
                                 lambda path: int(bool(patterns) and excluded_by(path, patterns) is not None),
                                 1, deterministic=True)
-    for statement in _agent_views(conn):
+    for statement in _agent_views(conn, patterns):
         conn.execute(statement)
 
 
@@ -107,7 +112,8 @@ def hidden_note_names(conn: apsw.Connection) -> frozenset[str]:
     an agent. Reads `main.notes` on purpose: only this module knows who is hidden."""
     names: set[str] = set()
     for title, aliases, path in conn.execute(
-            f"SELECT n.title, n.aliases, n.path FROM main.notes n WHERE NOT ({AGENT_VISIBLE})"):
+            "SELECT n.title, n.aliases, n.path FROM main.notes n"
+            " WHERE NOT EXISTS (SELECT 1 FROM temp.notes v WHERE v.note_id = n.note_id)"):
         stem = path[:-3] if path.lower().endswith(".md") else path
         names.update(exact_key(name) for name in [title, stem, stem.rpartition("/")[2], *json.loads(aliases)])
     return frozenset(n for n in names if n)
