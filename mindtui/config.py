@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import os
 import types
@@ -136,6 +137,7 @@ def _key(name: str) -> str:
     return name.rstrip("_")
 
 
+@functools.cache
 def _fields(cls) -> dict[str, tuple[str, Any, dict]]:
     hints = typing.get_type_hints(cls)
     return {_key(f.name): (f.name, hints[f.name], dict(f.metadata)) for f in dataclasses.fields(cls)}

@@ -45,7 +45,6 @@ def claim_scratch(settings: Settings, db_path: Path, purpose: str) -> None:
             raise EvalInputError(f"{db_path} is a mindtui database but not a scratch index (it has no scratch "
                                  "marker): evaluation would rewrite it with other notes. Name a new file")
         return
-    db_path.parent.mkdir(parents=True, exist_ok=True)
     mark_scratch(db_path, purpose)
 
 

@@ -22,7 +22,7 @@ from mindtui.jobs.lock import JobLock
 from mindtui.progress import NEVER_CANCELLED, CancelToken, StepProgress
 from mindtui.store import jobs as job_store
 from mindtui.store import open_database
-from mindtui.store.meta import rollback_open_transaction
+from mindtui.store.batch import rollback_open_transaction
 
 
 def _no_progress(step: str, done: int, total: int, detail: str) -> None:

@@ -10,7 +10,7 @@ from mindtui.errors import (
 )
 from mindtui.graph.neighbours import GROUPS as NEIGHBOUR_GROUPS
 from mindtui.graph.stats import format_stats as format_graph_stats
-from mindtui.jobs.runner import JOBS, STEPS, JobResult
+from mindtui.jobs.runner import JobResult
 from mindtui.progress import CancelToken
 from mindtui.search.engine import MODES as SEARCH_MODES
 from mindtui.search.engine import SearchOptions, SearchResponse, SearchResult
@@ -20,9 +20,9 @@ from mindtui.service.evaluate import format_report as format_eval_report
 from mindtui.service.views import NeighboursView, NoteView
 
 __all__ = [
-    "Audience", "Cancelled", "CancelToken", "ConfigError", "DatabaseError", "EVAL_KINDS", "InputError", "JOBS",
+    "Audience", "Cancelled", "CancelToken", "ConfigError", "DatabaseError", "EVAL_KINDS", "InputError",
     "JobLockedError", "JobResult", "MindtuiError", "ModelUnavailableError", "NEIGHBOUR_GROUPS", "NeighboursView",
-    "NoteNotFound", "NoteView", "NotAllowed", "OperationFailed", "SEARCH_MODES", "STEPS", "SearchOptions",
+    "NoteNotFound", "NoteView", "NotAllowed", "OperationFailed", "SEARCH_MODES", "SearchOptions",
     "SearchResponse", "SearchResult", "Service", "format_eval_report", "format_graph_stats",
 ]
 

@@ -81,3 +81,9 @@ def immediate(conn: apsw.Connection) -> Iterator[apsw.Connection]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def rollback_open_transaction(conn: apsw.Connection) -> None:
+    """End a transaction that failed work left open (what it wrote is not kept)."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")

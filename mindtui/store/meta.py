@@ -35,8 +35,3 @@ def data_version(conn: apsw.Connection) -> int:
     """Moves whenever another connection commits: a cache built on this connection is stale then."""
     return conn.execute("PRAGMA data_version").fetchone()[0]
 
-
-def rollback_open_transaction(conn: apsw.Connection) -> None:
-    """End a transaction a failed step left open (its work is not kept)."""
-    if conn.in_transaction:
-        conn.execute("ROLLBACK")

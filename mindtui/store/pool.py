@@ -19,6 +19,7 @@ import apsw
 
 from mindtui.audience import Audience
 from mindtui.errors import DatabaseError
+from mindtui.store.batch import rollback_open_transaction
 from mindtui.store.connection import open_database
 
 MAX_IDLE = 8
@@ -58,8 +59,7 @@ class ConnectionPool:
         try:
             yield pooled
         finally:
-            if pooled.conn.in_transaction:  # an exception inside a manual transaction
-                pooled.conn.execute("ROLLBACK")
+            rollback_open_transaction(pooled.conn)  # an exception inside a manual transaction
             with self._lock:
                 keep = not self._closed and len(self._idle) < MAX_IDLE
                 if keep:

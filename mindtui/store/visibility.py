@@ -40,8 +40,10 @@ def _agent_visible(private_paths: tuple[str, ...]) -> str:
     return AGENT_VISIBLE + (f" AND NOT {PRIVATE_PATH_FUNCTION}(n.path)" if private_paths else "")
 
 
-def _columns(conn: apsw.Connection, table: str) -> list[str]:
-    return [row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")]
+def _columns(conn: apsw.Connection, table: str, alias: str, replaced: dict[str, str]) -> str:
+    """The table's columns in order, as `alias.column`, except those given another expression."""
+    return ", ".join(f"{replaced[name]} AS {name}" if name in replaced else f"{alias}.{name}"
+                     for name in (row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")))
 
 
 def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[str]:
@@ -54,16 +56,13 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
         return (f"NOT EXISTS (SELECT 1 FROM main.notes n WHERE n.note_id IN ({', '.join(columns)})"
                 f" AND NOT ({visible_note}))")
 
-    edge_columns = ", ".join(
-        "CASE WHEN e.signal = 'change' AND instr(e.evidence, ' · ') > 0"
-        " THEN substr(e.evidence, 1, instr(e.evidence, ' · ') - 1) ELSE e.evidence END AS evidence"
-        if name == "evidence" else f"e.{name}" for name in _columns(conn, "edges"))
-    link_columns = ", ".join("'' AS detail" if name == "detail" else f"l.{name}"
-                             for name in _columns(conn, "note_links"))
-    job_columns = ", ".join(
-        {"report": "'{}' AS report",
-         "error": "CASE WHEN e.error IS NULL THEN NULL ELSE 'failed (details for the owner only)' END AS error"
-         }.get(name, f"e.{name}") for name in _columns(conn, "job_runs"))
+    edge_columns = _columns(conn, "edges", "e", {
+        "evidence": "CASE WHEN e.signal = 'change' AND instr(e.evidence, ' · ') > 0"
+                    " THEN substr(e.evidence, 1, instr(e.evidence, ' · ') - 1) ELSE e.evidence END"})
+    link_columns = _columns(conn, "note_links", "l", {"detail": "''"})
+    job_columns = _columns(conn, "job_runs", "e", {
+        "report": "'{}'",
+        "error": "CASE WHEN e.error IS NULL THEN NULL ELSE 'failed (details for the owner only)' END"})
     return [
         f"CREATE TEMP VIEW notes AS SELECT n.* FROM main.notes n WHERE {visible_note}",
         f"CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE {_visible('c.note_id')}",
