@@ -38,7 +38,7 @@ demo-db: install
 	$(BIN)/mindtui --job nightly --vault sample_vault --db $(DEMO_DB)
 
 run: demo-db
-	$(BIN)/mindtui --db $(DEMO_DB)
+	$(BIN)/mindtui tui --db $(DEMO_DB)
 
 test: install
 	$(BIN)/python -m pytest -q

@@ -20,8 +20,10 @@ from typing import Iterator, Sequence
 
 from mindtui import __version__
 from mindtui.cli_text import job_summary, neighbours_text, report_table, search_text, status_text
+from mindtui.cli_text import curation_card_text, curation_list_text, curation_outcome_text
 from mindtui.config import load_settings, parse_overrides
-from mindtui.console import StderrProgress
+from mindtui.console import JsonProgress, StderrProgress, json_line
+from mindtui.service import CURATION_KINDS, CURATION_STATUSES
 from mindtui.service import (
     EVAL_KINDS, NEIGHBOUR_GROUPS, SEARCH_MODES, Audience, CancelToken, ConfigError, DatabaseError, InputError,
     JobLockedError, MindtuiError, NoteNotFound, NotAllowed, OperationFailed, SearchOptions, Service,
@@ -51,6 +53,14 @@ def _common(suppress: bool) -> argparse.ArgumentParser:
     return parser
 
 
+def _progress(suppress: bool) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--progress", choices=["text", "json"], default=argparse.SUPPRESS if suppress else "text",
+                        help="text: a progress line (default); json: job events as JSON lines on stderr "
+                             "(start, step, progress, message, step_done, result, error)")
+    return parser
+
+
 def _reading(suppress: bool) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--audience", choices=[a.value for a in Audience],
@@ -67,7 +77,7 @@ def _mass_delete(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="mindtui", parents=[_common(False), _reading(False)], epilog=EPILOG,
+        prog="mindtui", parents=[_common(False), _reading(False), _progress(False)], epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="A local-first second brain for Obsidian-style markdown vaults.")
     parser.add_argument("--version", action="version", version=f"mindtui {__version__}")
@@ -77,16 +87,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--allow-mass-delete", action="store_true", default=False,
                         help="let the import delete more than import.max_delete_fraction of the notes")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    common, reading = _common(True), _reading(True)
+    common, reading, progress = _common(True), _reading(True), _progress(True)
 
-    index = sub.add_parser("index", parents=[common], help="import a vault into the database",
+    index = sub.add_parser("index", parents=[common, progress], help="import a vault into the database",
                            description="Scan VAULT and import new, changed and deleted notes (incremental).")
     index.add_argument("vault_path", metavar="VAULT", type=Path, help="the vault folder")
     _mass_delete(index)
 
+    sub.add_parser("tui", parents=[common], help="open the full-screen app (the default on a terminal)",
+                   description="Search, notes with their neighbours, the curation queue and jobs, by keyboard. "
+                               "`mindtui` with no command opens it too when stdin and stdout are a terminal.")
     sub.add_parser("status", parents=[common, reading], help="what the database holds",
                    description="Counts of notes, chunks and edges, embedding coverage, models, the last job runs.")
-    sub.add_parser("embed", parents=[common], help="embed chunks that have no vector yet",
+    sub.add_parser("embed", parents=[common, progress], help="embed chunks that have no vector yet",
                    description="Embed exactly the chunks that lack a vector for the current model "
                                "(resumable: a killed run continues where it stopped).")
 
@@ -118,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="only this group (repeatable): " + ", ".join(NEIGHBOUR_GROUPS))
     neighbors.add_argument("--limit", type=int, default=20, help="entries shown per group (default 20)")
 
-    graph = sub.add_parser("graph", parents=[common, reading], help="graph signals: stats, refresh",
+    graph = sub.add_parser("graph", parents=[common, reading, progress], help="graph signals: stats, refresh",
                            description="stats: edge counts per signal and the most connected notes; "
                                        "refresh: rebuild the change graph from the work logs (the nightly "
                                        "`graph` step) and prune search pairs of deleted notes.")
@@ -153,7 +166,40 @@ def build_parser() -> argparse.ArgumentParser:
                                         "a reranker is a GGUF you configure (models.reranker_path).")
     models.add_argument("action", choices=["build", "status"], help="build: (re)build the embedding GGUF; "
                         "status: paths, sizes, hashes, usability")
+    _curate_parser(sub, common)
     return parser
+
+
+def _curate_parser(sub, common: argparse.ArgumentParser) -> None:
+    curate = sub.add_parser(
+        "curate", parents=[common], help="the curation queue: list, show, resolve, undo, refresh",
+        description="Cards for what needs your decision, most important first: unresolved links, ambiguous links, "
+                    "link suggestions, mass edits left out of the change graph. An answer that changes a note "
+                    "writes it atomically, only if it is still as indexed, and imports it at once; undo reverses it.")
+    actions = curate.add_subparsers(dest="curate_command", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", parents=[common], help="cards by importance, and the open count per kind",
+                                 description="One line per card: id, kind, importance, subject, what is wrong.")
+    listing.add_argument("--kind", choices=CURATION_KINDS, help="only this kind")
+    listing.add_argument("--status", choices=[*CURATION_STATUSES, "all"], default="open",
+                         help="open (default), resolved, dismissed, snoozed or all")
+    listing.add_argument("--limit", type=int, help="at most this many cards")
+    show = actions.add_parser("show", parents=[common], help="one card: its details and actions",
+                              description="A card's details (links, lines, candidates, scores) and its actions.")
+    show.add_argument("item_id", metavar="ID", type=int, help="the card's id")
+    resolve = actions.add_parser("resolve", parents=[common], help="answer a card with one of its actions",
+                                 description="Actions by kind: unresolved_link create|retarget|dismiss, "
+                                             "ambiguous_link pick|dismiss, link_suggestion accept|reject|snooze, "
+                                             "mass_edit include|keep_out (`curate show ID` lists them).")
+    resolve.add_argument("item_id", metavar="ID", type=int, help="the card's id")
+    resolve.add_argument("action", metavar="ACTION", help="the action's name (see `curate show ID`)")
+    resolve.add_argument("--target", metavar="NOTE", help="retarget, pick: the note (path, title, alias or id)")
+    resolve.add_argument("--days", type=int, help="snooze: days until the card comes back")
+    actions.add_parser("undo", parents=[common], help="reverse the latest answer (its file change too)",
+                       description="Reverse the latest answer not undone yet: the files it wrote (only if they "
+                                   "are still as it left them) and the card's state.")
+    actions.add_parser("refresh", parents=[common], help="refresh every kind now (as the nightly job does)",
+                       description="Find new cards and close those whose cause is gone (the change graph is "
+                                   "rebuilt for the mass edits).")
 
 
 def _emit(args: argparse.Namespace, data: dict, human: str) -> None:
@@ -176,33 +222,44 @@ def _print_warnings(warnings: list[dict], limit: int = 20) -> None:
 
 
 @contextlib.contextmanager
-def _cancel_on_interrupt() -> Iterator[CancelToken]:
-    """The first Ctrl-C asks the running step to stop at a safe point; a second one stops at once."""
+def _cancel_on_interrupt(json_progress: JsonProgress | None = None) -> Iterator[CancelToken]:
+    """The first Ctrl-C asks the running step to stop at a safe point; a second one stops at once.
+    With JSON progress SIGTERM does the same (a parent process cancels so) and the notice is an event."""
     token = CancelToken()
 
     def handler(signum, frame):
         if token.cancelled:
             raise KeyboardInterrupt
         token.cancel()
-        print("\nmindtui: stopping at the next safe point (Ctrl-C again to stop at once)", file=sys.stderr)
+        if json_progress is not None:
+            json_progress.emit_from_signal("message", text="stopping at the next safe point", cancelling=True)
+        else:
+            print("\nmindtui: stopping at the next safe point (Ctrl-C again to stop at once)", file=sys.stderr)
 
-    previous = signal.signal(signal.SIGINT, handler)
+    signals = (signal.SIGINT, signal.SIGTERM) if json_progress is not None else (signal.SIGINT,)
+    previous = {signum: signal.signal(signum, handler) for signum in signals}
     try:
         yield token
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, old in previous.items():
+            # With JSON progress the job is over: a parent's late cancel must not turn it into "interrupted".
+            signal.signal(signum, signal.SIG_IGN if json_progress is not None else old)
 
 
 def _run_job(args, service: Service, job: str, vault: Path | None, steps: list[str] | None) -> int:
-    progress = StderrProgress(quiet=args.quiet)
-    with _cancel_on_interrupt() as cancel:
+    json_progress = JsonProgress(quiet=args.quiet) if args.progress == "json" else None
+    progress = json_progress or StderrProgress(quiet=args.quiet)
+    with _cancel_on_interrupt(json_progress) as cancel:
         result = service.run_job(job, steps=steps, vault=vault, progress=progress, message=progress.message,
-                                 cancel=cancel, allow_mass_delete=args.allow_mass_delete)
+                                 cancel=cancel, allow_mass_delete=args.allow_mass_delete, hooks=json_progress)
     progress.finish()
-    for step in result.steps:
-        _print_warnings(step.report.get("warnings", []))
-        if step.status != "ok":
-            print(f"error: step {step.step!r} {step.status}: {step.error}", file=sys.stderr)
+    if json_progress is not None:
+        json_progress.result(result)  # warnings and step errors are in its step reports
+    else:
+        for step in result.steps:
+            _print_warnings(step.report.get("warnings", []))
+            if step.status != "ok":
+                print(f"error: step {step.step!r} {step.status}: {step.error}", file=sys.stderr)
     if job in ("index", "embed") and len(result.steps) == 1 and result.ok:
         _emit(args, result.steps[0].report, report_table(result.steps[0].report))
     else:
@@ -270,6 +327,32 @@ def _models(args, service: Service) -> int:
     return EXIT_OK
 
 
+def _curate(args, service: Service) -> int:
+    command = args.curate_command
+    if command == "list":
+        cards = service.curation_list(args.kind, None if args.status == "all" else args.status, args.limit)
+        counts = service.curation_counts()
+        _emit(args, {"cards": [card.as_dict() for card in cards], "counts": counts}, curation_list_text(cards, counts))
+        return EXIT_OK
+    if command == "show":
+        card = service.curation_card(args.item_id)
+        _emit(args, card.as_dict(), curation_card_text(card))
+        return EXIT_OK
+    if command == "refresh":
+        report = service.curation_refresh()
+        _emit(args, report, report_table(report) + "\n" + "\n".join(
+            f"{kind}: {' '.join(f'{k} {v}' for k, v in counts.items())}" for kind, counts in report["kinds"].items()))
+        return EXIT_OK
+    if command == "undo":
+        outcome = service.curation_undo()
+    else:
+        outcome = service.curation_resolve(args.item_id, args.action, target=args.target, days=args.days)
+    for notice in outcome.notices if outcome else []:
+        print(f"notice: {notice}", file=sys.stderr)
+    _emit(args, outcome.as_dict() if outcome else {"undone": None}, curation_outcome_text(outcome))
+    return EXIT_OK
+
+
 def _dispatch(args, service: Service) -> int:
     if args.job:
         steps = [s.strip() for s in args.steps.split(",") if s.strip()] if args.steps else None
@@ -298,9 +381,28 @@ def _dispatch(args, service: Service) -> int:
         return _eval(args, service)
     if command == "models":
         return _models(args, service)
+    if command == "curate":
+        return _curate(args, service)
     status = service.status()
     _emit(args, status, status_text(status))
     return EXIT_OK
+
+
+def _fail(args, text: str, code: int) -> int:
+    """The error on stderr (an `error` event with --progress json); returns the exit code."""
+    if getattr(args, "progress", "text") == "json":
+        print(json_line("error", text=text, exit_code=code), file=sys.stderr)
+    else:
+        print(text, file=sys.stderr)
+    return code
+
+
+def _wants_tui(args: argparse.Namespace) -> bool:
+    """`mindtui tui`, or `mindtui` alone on a terminal (piped or with --json it prints the status)."""
+    if args.command == "tui":
+        return True
+    return (not args.job and args.command is None and not args.json
+            and sys.stdin.isatty() and sys.stdout.isatty())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -311,14 +413,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.audience != Audience.OWNER.value and not reading:
             raise NotAllowed(f"--audience {args.audience}: only reading commands ({', '.join(READING)}) take an "
                              "audience; jobs, models and eval are the owner's")
+        if _wants_tui(args):
+            if args.audience != Audience.OWNER.value:
+                raise NotAllowed("the TUI is the owner's; agents read through `--audience agent` commands or MCP")
+            from mindtui.tui import run_tui  # Textual is imported only for the TUI
+
+            return run_tui(settings)
         with Service(settings, audience=Audience(args.audience)) as service:
             return _dispatch(args, service)
     except MindtuiError as exc:
-        print(f"mindtui: {exc}", file=sys.stderr)
-        return next(code for kind, code in EXIT_CODES if isinstance(exc, kind))
+        return _fail(args, f"mindtui: {exc}", next(code for kind, code in EXIT_CODES if isinstance(exc, kind)))
     except KeyboardInterrupt:
-        print("mindtui: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return _fail(args, "mindtui: interrupted", EXIT_INTERRUPTED)
     except BrokenPipeError:
         # The reader (`| head`) went away: end quietly. Point stdout at /dev/null so the
         # interpreter's final flush does not raise again.

@@ -61,3 +61,38 @@ def status_text(status: dict) -> str:
                  for m in status["models"])
     lines.extend(f"{run['started_at']}  {run['job']}/{run['step']}  {run['status']}" for run in status["recent_runs"])
     return "\n".join(lines)
+
+
+def curation_list_text(cards, counts: dict[str, int]) -> str:
+    lines = [f"{c.item_id:>5}  {c.kind:<15} {c.importance:.2f}  {'' if c.status == 'open' else f'[{c.status}] '}"
+             f"{c.subject}  ·  {c.description}" for c in cards]
+    lines.append(("" if not cards else "\n") + "open: " + " · ".join(f"{kind} {n}" for kind, n in counts.items()))
+    return "\n".join(lines) if cards else "no cards\n" + lines[-1]
+
+
+def curation_card_text(card) -> str:
+    lines = [f"card {card.item_id}  {card.kind}  {card.status}  importance {card.importance:.2f}",
+             card.subject, card.description]
+    if card.snoozed_until:
+        lines.append(f"snoozed until {card.snoozed_until}")
+    if card.answer:
+        lines.append(f"answer: {json.dumps(card.answer, ensure_ascii=False)}")
+    for key, value in card.payload.items():
+        if isinstance(value, list):
+            lines.append(f"{key}:")
+            lines.extend(f"  - {json.dumps(entry, ensure_ascii=False) if isinstance(entry, dict) else entry}"
+                         for entry in value)
+        else:
+            lines.append(f"{key}: {json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value}")
+    lines.append("actions:")
+    for action in card.actions:
+        args = "".join(f" --{a['name']} {a['type'].upper()}" + ("" if a["required"] else "?") for a in action["args"])
+        lines.append(f"  {action['key']}  {action['name']}{args}  {action['description']}")
+    return "\n".join(lines)
+
+
+def curation_outcome_text(outcome) -> str:
+    if outcome is None:
+        return "nothing to undo"
+    files = "".join(f"\n  {path}" for path in outcome.changed_files)
+    return f"card {outcome.item_id}: {outcome.message} (now {outcome.status}){files}"

@@ -116,6 +116,16 @@ class RetentionSettings:
 
 
 @dataclass(frozen=True)
+class CurationSettings:
+    note_template: str | None = setting()
+    new_note_folder: str = setting()
+    related_heading: str = setting()
+    suggestion_min_cosine: float = setting(low=-1.0, high=1.0)
+    max_new_suggestions: int = setting(low=0)
+    snooze_days: int = setting(low=1)
+
+
+@dataclass(frozen=True)
 class Schema:
     """The whole file: top-level keys and one section per subsystem."""
 
@@ -130,6 +140,7 @@ class Schema:
     graph: GraphSettings = setting()
     privacy: PrivacySettings = setting()
     retention: RetentionSettings = setting()
+    curation: CurationSettings = setting()
 
 
 def _key(name: str) -> str:
@@ -317,6 +328,7 @@ class Settings:
         self.graph = schema.graph
         self.privacy = schema.privacy
         self.retention = schema.retention
+        self.curation = schema.curation
         self._schema = schema
 
     @property

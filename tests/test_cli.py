@@ -141,7 +141,11 @@ def test_search_json_shape_and_notices(sample_vault, db_path, real_model, capsys
     assert any("no vectors yet" in n for n in data["notices"]) and "no vectors yet" in captured.err
     assert len(data["results"]) == 3
     first = data["results"][0]
-    assert set(first) == {"note_id", "path", "title", "score", "snippet", "chunk_id", "explain"}
+    assert set(first) == {"note_id", "path", "title", "score", "snippet", "chunk_id", "explain", "note_type",
+                          "highlights"}
+    assert first["note_type"] and first["highlights"]
+    for start, end in first["highlights"]:  # each span marks a query word's form in the snippet
+        assert first["snippet"][start:end].lower().startswith(("zettel", "luhmann"))
     assert "fts" in first["explain"] and first["snippet"]
     assert main(["search", "\"NEAR(", "--db", str(db_path), "--mode", "fts", "--no-log"]) == 0  # FTS syntax is text
     assert main(["search", "x", "--db", str(db_path.parent / "absent.db")]) == 4

@@ -3,7 +3,8 @@
 Unlike links, this signal spans the whole vault: a note left out of the index (excluded
 folder, too large) still takes part, identified by `path:<vault path>`. Sessions that name
 more notes than `graph.max_notes_per_session` are mass edits (renaming tags, moving folders):
-they are reported and left out, since they say nothing about what belongs together.
+they are reported and left out, since they say nothing about what belongs together, unless the
+owner included one (`include`: (work-log note id, session key), from the curation queue).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class ChangeGraphReport:
     sessions: int = 0
     sessions_used: int = 0
     mass_edits: list[dict] = field(default_factory=list)
+    mass_edits_included: list[dict] = field(default_factory=list)  # mass edits used because the owner said so
     pairs: int = 0
     outside_notes: int = 0  # notes in pairs that are not indexed
     unresolved: int = 0
@@ -58,7 +60,11 @@ def _confidence(sessions: int) -> float:
     return round(1.0 - 0.5 ** sessions, 4)
 
 
-def build_change_graph(conn: apsw.Connection, vault: Path, settings: Settings) -> ChangeGraphReport:
+MASS_EDIT_TARGETS_SHOWN = 20
+
+
+def build_change_graph(conn: apsw.Connection, vault: Path, settings: Settings,
+                       include: set[tuple[str, str]] = frozenset()) -> ChangeGraphReport:
     report = ChangeGraphReport()
     patterns = settings.graph.work_logs
     limit = settings.graph.max_notes_per_session
@@ -104,9 +110,12 @@ def build_change_graph(conn: apsw.Connection, vault: Path, settings: Settings) -
                                             f"is {found.status}: {found.detail}"})
             named = len(session.targets)  # what the session names, resolvable or not
             if named > limit:
-                report.mass_edits.append({"log": log.path, "session": session.key, "date": session.date,
-                                          "notes": named})
-                continue
+                mass = {"log": log.path, "log_id": log_id, "session": session.key, "date": session.date,
+                        "notes": named, "targets": session.targets[:MASS_EDIT_TARGETS_SHOWN]}
+                if (log_id, session.key) not in include:
+                    report.mass_edits.append(mass)
+                    continue
+                report.mass_edits_included.append(mass)
             if len(members) >= 2:
                 report.sessions_used += 1
             for pair in itertools.combinations(sorted(members), 2):

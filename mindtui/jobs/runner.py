@@ -63,6 +63,8 @@ Step = Callable[[StepContext], dict]
 
 
 def import_step(ctx: StepContext) -> dict:
+    from mindtui.curation.refresh import refresh
+    from mindtui.curation.registry import LINK_KINDS
     from mindtui.vault.importer import VaultImporter
     from mindtui.vault.types import load_type_registry
 
@@ -70,7 +72,9 @@ def import_step(ctx: StepContext) -> dict:
         ctx.conn, ctx.need_vault(), load_type_registry(ctx.settings.types_file), ctx.settings,
         progress=lambda done, total, path: ctx.report_progress(done, total, path),
         cancel=ctx.cancel, allow_mass_delete=ctx.allow_mass_delete)
-    return importer.run().as_dict()
+    report = importer.run().as_dict()
+    report["curation"] = refresh(ctx.conn, ctx.settings, kinds=LINK_KINDS).as_dict()  # link cards follow the links
+    return report
 
 
 def embed_step(ctx: StepContext) -> dict:
@@ -98,12 +102,15 @@ def _days_ago(days: int) -> str:
 
 def graph_step(ctx: StepContext) -> dict:
     """Refresh the change graph from the work logs; drop search pairs of deleted notes and
-    searches older than retention.search_log_days (0 keeps them forever)."""
+    searches older than retention.search_log_days (0 keeps them forever); refresh the curation queue."""
+    from mindtui.curation.refresh import refresh
+    from mindtui.curation.sessions import MASS_EDITS, included_sessions
     from mindtui.graph.change_graph import build_change_graph
     from mindtui.store.graph_store import prune_search_pairs
     from mindtui.store.search_store import prune_search_log
 
-    report = build_change_graph(ctx.conn, ctx.need_vault(), ctx.settings).as_dict()
+    report = build_change_graph(ctx.conn, ctx.need_vault(), ctx.settings,
+                                include=included_sessions(ctx.conn)).as_dict()  # mass edits the owner took in
     if not report["logs"]:
         ctx.message("graph: no work log matches graph.work_logs; the change graph is empty")
     for mass in report["mass_edits"]:
@@ -112,6 +119,7 @@ def graph_step(ctx: StepContext) -> dict:
     report["search_pairs_pruned"] = prune_search_pairs(ctx.conn)
     days = ctx.settings.retention.search_log_days
     report["searches_forgotten"] = prune_search_log(ctx.conn, _days_ago(days)) if days else 0
+    report["curation"] = refresh(ctx.conn, ctx.settings, sources={MASS_EDITS: report["mass_edits"]}).as_dict()
     return report
 
 
@@ -150,6 +158,23 @@ class JobResult:
         }
 
 
+class JobHooks:
+    """What a front end hears of a job besides progress (the CLI's JSON-lines reporter, a test).
+    Called in the job's thread; the defaults do nothing."""
+
+    def job_started(self, job: str, batch_id: str, steps: list[str]) -> None:
+        """The lock is held and the steps are about to run."""
+
+    def step_started(self, step: str) -> None:
+        """A step begins (before its first progress report)."""
+
+    def step_finished(self, result: StepResult) -> None:
+        """A step ended (ok, failed or cancelled) and is recorded in job_runs."""
+
+
+NO_HOOKS = JobHooks()
+
+
 def check_job(job: str, steps: list[str] | None, table: dict[str, Step] | None = None) -> list[str]:
     """The steps to run; StepError for an unknown job or step."""
     table = STEPS if table is None else table
@@ -172,11 +197,13 @@ def _report_of(exc: BaseException) -> dict:
 def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
             steps: list[str] | None = None, step_table: dict[str, Step] | None = None,
             progress: StepProgress | None = None, message: Callable[[str], None] | None = None,
-            cancel: CancelToken | None = None, allow_mass_delete: bool = False, models=None) -> JobResult:
+            cancel: CancelToken | None = None, allow_mass_delete: bool = False, models=None,
+            hooks: JobHooks | None = None) -> JobResult:
     """Raises JobLockedError when another job holds the lock, DatabaseError when the store is unusable."""
     table = STEPS if step_table is None else step_table
     names = check_job(job, steps, table)
     cancel = cancel or NEVER_CANCELLED
+    hooks = hooks or NO_HOOKS
     result = JobResult(job, uuid.uuid4().hex[:12])
     with JobLock(db_path):
         conn = open_database(db_path, busy_timeout_ms=settings.database.busy_timeout_ms)
@@ -184,12 +211,14 @@ def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
             job_store.mark_interrupted(conn)
             if settings.retention.job_runs_days:
                 job_store.prune_runs(conn, _days_ago(settings.retention.job_runs_days))
+            hooks.job_started(job, result.batch_id, names)
             for name in names:
                 if cancel.cancelled:
                     break
                 ctx = StepContext(conn, settings, db_path, vault, name, progress or _no_progress,
                                   message or _no_message, cancel, allow_mass_delete, models)
                 run_id = job_store.start_step(conn, result.batch_id, job, name)
+                hooks.step_started(name)
                 status, report, error = "ok", {}, None
                 try:
                     report = table[name](ctx)
@@ -204,6 +233,7 @@ def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
                 rollback_open_transaction(conn)
                 job_store.finish_step(conn, run_id, status, report, error)
                 result.steps.append(StepResult(name, status, report, error, run_id))
+                hooks.step_finished(result.steps[-1])
                 if status == "cancelled":
                     break
         finally:

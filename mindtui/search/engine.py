@@ -68,6 +68,9 @@ class SearchResult:
     snippet: str
     chunk_id: int | None
     explain: dict = field(default_factory=dict)
+    note_type: str = ""
+    # [start, end) character spans of the snippet's words that match a query word's stem: what a front end highlights.
+    highlights: list[tuple[int, int]] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -108,6 +111,15 @@ def snippet(text: str, stems: list[set[str]]) -> str:
         start = 0
     cut = flat[start:start + SNIPPET_CHARS]
     return ("…" if start else "") + cut + ("…" if start + SNIPPET_CHARS < len(flat) else "")
+
+
+def highlight_spans(text: str, stems: list[set[str]]) -> list[tuple[int, int]]:
+    """The [start, end) spans of the words in text whose stems match a query word's."""
+    wanted = {s for group in stems for s in group}
+    if not wanted:
+        return []
+    return [(m.start(), m.end()) for m in re.finditer(r"[^\W_]+", text)
+            if stem_all_languages(m.group(0).lower()) & wanted]
 
 
 class SearchModels:
@@ -247,8 +259,10 @@ class SearchEngine:
             text = texts.get(chunk_id, ("", ""))[1] if chunk_id else ""
             if text_filter is not None:
                 text = text_filter(text)
+            shown = snippet(text, stems)
             response.results.append(SearchResult(note_id, fact.path, fact.title, round(scores[note_id], 6),
-                                                 snippet(text, stems), chunk_id, explain.get(note_id, {})))
+                                                 shown, chunk_id, explain.get(note_id, {}), note_type=fact.type,
+                                                 highlights=highlight_spans(shown, stems)))
         if options.log and response.results:
             self._log(query, options.mode, [r.note_id for r in response.results], response.notices)
         return response
@@ -372,6 +386,13 @@ class SearchEngine:
         reordered = iter(note_id for note_id, _ in by_score)
         slots = set(allowed)
         return [next(reordered) if n in slots else n for n in head] + order[len(head):]
+
+    def record(self, query: str, mode: str, note_ids: list[str]) -> list[str]:
+        """Log a search whose results were shown without logging (a front end that searches as
+        the user types logs only the query the user acted on). Returns notices."""
+        notices: list[str] = []
+        self._log(query, mode, note_ids, notices)
+        return notices
 
     def _log(self, query: str, mode: str, note_ids: list[str], notices: list[str]) -> None:
         """The owner's searches teach search pairs; an agent's are kept apart (or not at all

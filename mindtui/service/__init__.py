@@ -10,19 +10,24 @@ from mindtui.errors import (
 )
 from mindtui.graph.neighbours import GROUPS as NEIGHBOUR_GROUPS
 from mindtui.graph.stats import format_stats as format_graph_stats
-from mindtui.jobs.runner import JobResult
+from mindtui.jobs.runner import JobHooks, JobResult
 from mindtui.progress import CancelToken
 from mindtui.search.engine import MODES as SEARCH_MODES
 from mindtui.search.engine import SearchOptions, SearchResponse, SearchResult
 from mindtui.service.core import Service
+from mindtui.service.curation import KIND_NAMES as CURATION_KINDS
+from mindtui.service.curation import STATUSES as CURATION_STATUSES
+from mindtui.service.curation import ActionOutcome, Card, NoteChanged
 from mindtui.service.evaluate import KINDS as EVAL_KINDS
 from mindtui.service.evaluate import format_report as format_eval_report
+from mindtui.service.job_process import JobOutcome, JobProcess
 from mindtui.service.views import NeighboursView, NoteView
 
 __all__ = [
     "Audience", "Cancelled", "CancelToken", "ConfigError", "DatabaseError", "EVAL_KINDS", "InputError",
-    "JobLockedError", "JobResult", "MindtuiError", "ModelUnavailableError", "NEIGHBOUR_GROUPS", "NeighboursView",
+    "JobHooks", "JobLockedError", "JobOutcome", "JobProcess", "JobResult", "MindtuiError", "ModelUnavailableError", "NEIGHBOUR_GROUPS", "NeighboursView",
     "NoteNotFound", "NoteView", "NotAllowed", "OperationFailed", "SEARCH_MODES", "SearchOptions",
     "SearchResponse", "SearchResult", "Service", "format_eval_report", "format_graph_stats",
 ]
-
+# The curation queue (Service.curation_*).
+__all__ += ["ActionOutcome", "CURATION_KINDS", "CURATION_STATUSES", "Card", "NoteChanged"]

@@ -16,14 +16,17 @@ from typing import Callable
 
 from mindtui.audience import Audience
 from mindtui.config import Settings
-from mindtui.errors import NotAllowed
+from mindtui.errors import NoteNotFound, NotAllowed
 from mindtui.graph.neighbours import GROUPS, find_note, neighbours
 from mindtui.graph.stats import graph_stats
+from mindtui.jobs.runner import JobHooks, run_job
 from mindtui.models import files as model_files
 from mindtui.models.holder import ModelHolder, shared_holder
 from mindtui.progress import CancelToken, StepProgress
 from mindtui.search.engine import SearchEngine, SearchModels, SearchOptions, SearchResponse
 from mindtui.service import views
+from mindtui.service.curation import ActionOutcome, Card, CurationDesk
+from mindtui.service.job_process import JobProcess, batch_summary
 from mindtui.service.redact import public_explain, redact, redact_value
 from mindtui.store import edges as edge_store
 from mindtui.store import jobs as job_store
@@ -139,6 +142,33 @@ class Service:
                 entry.evidence = clean(entry.evidence)
         return views.NeighboursView(ref.note_id, ref.path, ref.title, found)
 
+    def record_search(self, query: str, mode: str, note_ids: list[str]) -> list[str]:
+        """Log a search that ran with `log=False` once its user acted on the results (the TUI
+        searches on every keystroke but teaches the search graph only the query a note was
+        opened from). Returns notices (a failed log never raises)."""
+        with self._pool.connection() as pooled:
+            return self._engine(pooled).record(query, mode, note_ids)
+
+    def vault_root(self) -> Path | None:
+        """The vault: the configured one, else the one this database was last imported from."""
+        if self.settings.vault is not None:
+            return Path(self.settings.vault)
+        if not self.db_path.exists():
+            return None
+        with self._pool.connection() as pooled:
+            root = get_meta(pooled.conn, VAULT_KEY)
+        return Path(root) if root else None
+
+    def note_file(self, name: str) -> Path:
+        """The vault file of a note (owner only: it is for opening the file in an editor)."""
+        self._owner_only("opening vault files")
+        with self._pool.connection() as pooled:
+            ref = find_note(pooled.conn, name)
+            root = get_meta(pooled.conn, VAULT_KEY)
+        if not root:
+            raise NoteNotFound(f"{ref.path}: the database does not say which vault it was imported from")
+        return Path(root) / ref.path
+
     def graph_stats(self) -> dict:
         with self._pool.connection() as pooled:
             return graph_stats(pooled.conn, self.settings)
@@ -164,6 +194,26 @@ class Service:
             "recent_runs": runs,
         }
 
+    def summary(self) -> dict:
+        """The few figures a status line shows, cheap enough to poll every second or two: the
+        counts are read again only after some connection wrote (status() scans every table).
+        Open curation cards are counted for the owner only."""
+        with self._pool.connection() as pooled:
+            conn = pooled.conn
+            stamp = (data_version(conn), conn.total_changes())
+            cached = pooled.cache.get("summary")
+            if cached is None or cached[0] != stamp:
+                model_id = get_meta(conn, EMBEDDING_MODEL_KEY)
+                coverage = vector_store.chunk_coverage(conn, model_id or "")
+                embeddable = coverage["chunks"] - coverage["chunks_ai_excluded"]
+                figures = {"notes": note_store.note_count(conn),
+                           "coverage": round(coverage["chunks_with_vector"] / embeddable, 4) if embeddable else 1.0}
+                cached = pooled.cache["summary"] = (stamp, figures)
+            figures = dict(cached[1])
+        figures["cards"] = self.curation_counts() if self.audience is Audience.OWNER else {}
+        figures["models"] = [state.as_dict() for state in self.models.states(self.settings)]
+        return figures
+
     def models_status(self) -> dict:
         """The model files (paths, sizes, hashes, usable or why not) and what is loaded now."""
         return {"models": model_files.model_status(self.settings),
@@ -182,15 +232,29 @@ class Service:
 
     def run_job(self, job: str, *, steps: list[str] | None = None, vault: Path | None = None,
                 progress: StepProgress | None = None, message: Say | None = None,
-                cancel: CancelToken | None = None, allow_mass_delete: bool = False):
-        """The nightly job or single steps (import, embed, graph) under the database's job lock.
-        Returns the JobResult; JobLockedError when another job runs."""
+                cancel: CancelToken | None = None, allow_mass_delete: bool = False, hooks: JobHooks | None = None):
+        """The nightly job or single steps (import, embed, graph) under the database's job lock, in
+        this thread. Returns the JobResult; JobLockedError when another job runs."""
         self._owner_only("running jobs")
-        from mindtui.jobs.runner import run_job
-
-        return run_job(job, self.settings, db_path=self.db_path, vault=vault or self.settings.vault, steps=steps,
+        return run_job(job, self.settings, db_path=self.db_path, vault=vault or self.vault_root(), steps=steps,
                        progress=progress, message=message, cancel=cancel, allow_mass_delete=allow_mass_delete,
-                       models=self.models)
+                       models=self.models, hooks=hooks)
+
+    def start_job(self, job: str, *, steps: list[str] | None = None, vault: Path | None = None,
+                  allow_mass_delete: bool = False, on_event: Callable[[dict], None] | None = None) -> JobProcess:
+        """The same job in a child process (`mindtui --job ... --progress json`) with this service's
+        settings: progress arrives as events, this process stays responsive. See job_process."""
+        self._owner_only("running jobs")
+        return JobProcess(self.settings, job, steps=steps, vault=vault, allow_mass_delete=allow_mass_delete,
+                          on_event=on_event)
+
+    def job_history(self, limit: int = 50) -> list[dict]:
+        """The last `limit` job invocations, newest first: job, batch_id, status (running, ok, failed,
+        cancelled, interrupted: the worst of its steps), started/ended, seconds, and each step's
+        status, times, report and error. Readable while a job runs."""
+        with self._pool.connection() as pooled:
+            batches = job_store.recent_batches(pooled.conn, limit)
+        return [batch_summary(runs) for runs in batches]
 
     def evaluate(self, kind: str, source: Path, **options) -> dict:
         """`mindtui eval`: beir, golden or links on a scratch index (never this database). For the
@@ -200,6 +264,42 @@ class Service:
         from mindtui.service.evaluate import evaluate
 
         return evaluate(self.settings, kind, source, holder=self.models, **options)
+
+    # -- the curation queue (owner) ---------------------------------------------------------
+    @property
+    def _curation(self) -> CurationDesk:
+        return CurationDesk(self.settings, self._pool, self.db_path, lambda: self.registry)
+
+    def curation_counts(self) -> dict[str, int]:
+        """Open cards per kind (every kind, 0 included)."""
+        self._owner_only("the curation queue")
+        return self._curation.counts()
+
+    def curation_list(self, kind: str | None = None, status: str | None = "open",
+                      limit: int | None = None) -> list[Card]:
+        """Cards by importance, highest first (status None: every status)."""
+        self._owner_only("the curation queue")
+        return self._curation.list(kind, status, limit)
+
+    def curation_card(self, item_id: int) -> Card:
+        self._owner_only("the curation queue")
+        return self._curation.card(item_id)
+
+    def curation_resolve(self, item_id: int, action: str, **args) -> ActionOutcome:
+        """Answer a card (args: target=NOTE name, days=N). The vault write is atomic and only over
+        the indexed content (NoteChanged otherwise); what was written is imported at once."""
+        self._owner_only("the curation queue")
+        return self._curation.resolve(item_id, action, args)
+
+    def curation_undo(self) -> ActionOutcome | None:
+        """Reverse the latest answer (its file change too); None when there is nothing to undo."""
+        self._owner_only("the curation queue")
+        return self._curation.undo()
+
+    def curation_refresh(self) -> dict:
+        """Refresh every kind now (as the nightly graph step does); JobLockedError while a job runs."""
+        self._owner_only("the curation queue")
+        return self._curation.refresh()
 
 
 class _Redactor:

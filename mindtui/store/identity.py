@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import apsw
 
+from mindtui.store.curation_store import move_items
+
 
 def move_note_data(conn: apsw.Connection, old: str, new: str) -> None:
-    """Re-key the search pairs of `old` to `new` (weights of pairs both had are added)."""
+    """Re-key the search pairs of `old` to `new` (weights of pairs both had are added) and its
+    curation cards."""
     if old == new:
         return
+    move_items(conn, old, new)
     rows = conn.execute(
         "SELECT CASE WHEN note_a = ?1 THEN note_b ELSE note_a END, weight, last_seen FROM main.search_pairs"
         " WHERE note_a = ?1 OR note_b = ?1", (old,)).fetchall()

@@ -83,3 +83,17 @@ def recent_runs(conn: apsw.Connection, limit: int = 50) -> list[JobRun]:
         (limit,),
     )
     return [JobRun(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), r[8]) for r in rows]
+
+
+def recent_batches(conn: apsw.Connection, limit: int = 50) -> list[list[JobRun]]:
+    """The last `limit` job invocations (newest first), each its step runs in the order they ran."""
+    rows = conn.execute(
+        "SELECT run_id, batch_id, job, step, status, started_at, ended_at, report, error FROM job_runs"
+        " WHERE batch_id IN (SELECT batch_id FROM job_runs GROUP BY batch_id ORDER BY max(run_id) DESC LIMIT ?)"
+        " ORDER BY run_id",
+        (limit,),
+    )
+    batches: dict[str, list[JobRun]] = {}
+    for r in rows:
+        batches.setdefault(r[1], []).append(JobRun(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), r[8]))
+    return sorted(batches.values(), key=lambda runs: runs[-1].run_id, reverse=True)

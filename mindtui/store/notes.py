@@ -196,6 +196,10 @@ def note_types(conn: apsw.Connection) -> dict[str, tuple[str, str]]:
     return {note_id: (type_, path) for note_id, type_, path in conn.execute("SELECT note_id, type, path FROM notes")}
 
 
+def note_count(conn: apsw.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM notes").fetchone()[0]
+
+
 def corpus_counts(conn: apsw.Connection) -> dict[str, int]:
     (notes,) = conn.execute("SELECT count(*) FROM notes").fetchone()
     (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()

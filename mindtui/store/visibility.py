@@ -11,7 +11,7 @@ the day it is written. What an agent connection never sees:
 - change-graph nodes outside the index (`path:...`: their privacy is unknown, so fail-closed);
   change-graph evidence is cut to the session keys (the work-log row may name hidden notes);
 - search pairs with a hidden end; other audiences' logged queries; job reports and errors
-  (they carry file paths and warnings of every note).
+  (they carry file paths and warnings of every note); the curation queue (the owner's).
 
 Writes from an agent connection name `main.` tables explicitly (only the search log does).
 Links to hidden notes inside visible text are redacted by the service (`hidden_note_names`).
@@ -76,6 +76,9 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
         f"{_visible('p.note_a')} AND {_visible('p.note_b')}",
         "CREATE TEMP VIEW search_log AS SELECT s.* FROM main.search_log s WHERE s.audience = 'agent'",
         f"CREATE TEMP VIEW job_runs AS SELECT {job_columns} FROM main.job_runs e",
+        # The curation queue is the owner's conversation with mindtui: nothing of it for an agent.
+        "CREATE TEMP VIEW curation_items AS SELECT c.* FROM main.curation_items c WHERE 0",
+        "CREATE TEMP VIEW curation_actions AS SELECT a.* FROM main.curation_actions a WHERE 0",
         # Views of the main schema read main tables: shadow them with the same definition over the filtered ones.
         "CREATE TEMP VIEW unresolved_links AS SELECT note_id, seq, target_raw, resolution AS reason, detail,"
         " line, evidence FROM note_links WHERE resolution IN ('missing', 'ambiguous', 'out_of_corpus')",

@@ -90,7 +90,7 @@ def _ref(match: re.Match[str], line_text: str, line_no: int, relation: str, sign
     )
 
 
-def _markdown_link_target(raw: str, note_dir: str) -> str | None:
+def markdown_link_target(raw: str, note_dir: str) -> str | None:
     """A markdown link's target as a vault path, or None for URLs and in-page anchors."""
     raw = raw[1:-1] if raw.startswith("<") else raw
     if not raw or raw.startswith("#") or _SCHEME.match(raw):
@@ -113,7 +113,7 @@ def references_in_line(masked: str, line_text: str, line_no: int, note_dir: str)
     ]
     if "](" in masked:
         for m in MARKDOWN_LINK.finditer(masked):
-            path = _markdown_link_target(m.group(2), note_dir)
+            path = markdown_link_target(m.group(2), note_dir)
             if path is None:
                 continue
             _, _, subpath = unquote(m.group(2).strip("<>")).partition("#")

@@ -140,14 +140,9 @@ def string_list(value) -> list[str]:
     return [str(v).strip() for v in items if v is not None and str(v).strip()]
 
 
-def parse_note(text: str, path: str, relation_for=lambda key: key) -> ParsedNote:
-    metadata, body, start_line, fm_lines, warnings = split_frontmatter(text)
-    # %%comments%% are not content. (Each regex below needs its literal: skip it when absent.)
-    content = _OBSIDIAN_COMMENT.sub(_blank, body) if "%%" in body else body
-    headings, fences = _structure(content)
-    lines = content.split("\n")
-
-    # Masked copy for reference extraction: code blocks, inline code, HTML comments blanked.
+def _masked(content: str, lines: list[str], fences: list[tuple[int, int]]) -> tuple[str, list[str]]:
+    """The body (and its lines) for reference extraction: code blocks, inline code, HTML comments
+    blanked (a blanked span keeps its length, so columns stay put)."""
     masked = content
     if fences:
         masked_lines = list(lines)
@@ -159,7 +154,25 @@ def parse_note(text: str, path: str, relation_for=lambda key: key) -> ParsedNote
         masked = _INLINE_CODE.sub(_blank, masked)
     if "<!--" in masked:
         masked = _HTML_COMMENT.sub(_blank, masked)
-    masked_lines = lines if masked is content else masked.split("\n")
+    return masked, lines if masked is content else masked.split("\n")
+
+
+def reference_lines(text: str) -> tuple[int, list[str]]:
+    """(number of lines before the body, the body's lines as references are read from them: code and
+    comments blanked, columns as in the file). For editing links where the importer found them."""
+    _, body, start_line, _, _ = split_frontmatter(text)
+    content = _OBSIDIAN_COMMENT.sub(_blank, body) if "%%" in body else body
+    _, fences = _structure(content)
+    return start_line, _masked(content, content.split("\n"), fences)[1]
+
+
+def parse_note(text: str, path: str, relation_for=lambda key: key) -> ParsedNote:
+    metadata, body, start_line, fm_lines, warnings = split_frontmatter(text)
+    # %%comments%% are not content. (Each regex below needs its literal: skip it when absent.)
+    content = _OBSIDIAN_COMMENT.sub(_blank, body) if "%%" in body else body
+    headings, fences = _structure(content)
+    lines = content.split("\n")
+    masked, masked_lines = _masked(content, lines, fences)  # for references: code and comments blanked
 
     note_dir = path.rpartition("/")[0]
     refs: list[LinkRef] = linksyntax.frontmatter_references(metadata, fm_lines, relation_for)

@@ -21,7 +21,7 @@ class Resolution:
     detail: str = ""
 
 
-def _stem_key(path: str) -> str:
+def stem_key(path: str) -> str:
     """'Folder/Note.md' -> 'folder/note': the case-insensitive key Obsidian matches on."""
     path = path.strip().replace("\\", "/").lstrip("/")
     if path.lower().endswith(".md"):
@@ -43,7 +43,7 @@ class NameIndex:
     attachments: set[str] = field(default_factory=set)  # lower-case paths and file names
 
     def add_note(self, note_id: str, path: str, aliases: list[str]) -> None:
-        key = _stem_key(path)
+        key = stem_key(path)
         self.by_path[key].append(note_id)
         self.by_name[key.rpartition("/")[2]].append(note_id)
         parts = key.split("/")
@@ -54,7 +54,7 @@ class NameIndex:
         self.paths[note_id] = path
 
     def add_outside(self, path: str, reason: str) -> None:
-        key = _stem_key(path)
+        key = stem_key(path)
         self.outside[key] = (path, reason)
         self.outside_names[key.rpartition("/")[2]].append(key)
 
@@ -80,7 +80,7 @@ class NameIndex:
             if lower in self.attachments or lower.rpartition("/")[2] in self.attachments:
                 return Resolution("attachment", None, target_path)
             return Resolution("missing", None, f"attachment {target_path!r} not found in the vault")
-        key = _stem_key(target_path)
+        key = stem_key(target_path)
         found = self._resolve_note(key, source_path)
         if found is not None:
             if found.note_id == source_note_id:
@@ -91,23 +91,29 @@ class NameIndex:
             return outside
         return Resolution("missing", None, f"no note named {target_path!r}")
 
-    def _resolve_note(self, key: str, source_path: str) -> Resolution | None:
+    def matches(self, target_path: str, source_path: str) -> tuple[str, list[str]]:
+        """(how, note ids) of the first rule that matches the target (path, relative path, path
+        suffix or file name, alias): one id resolves the link, several make it ambiguous."""
+        how, found = self._matches(stem_key(target_path), source_path)
+        return how, sorted(set(found))
+
+    def _matches(self, key: str, source_path: str) -> tuple[str, list[str]]:
         if key in self.by_path:
-            return self._pick(self.by_path[key], "path")
+            return "path", self.by_path[key]
         folder = source_path.rpartition("/")[0]
         if folder or key.startswith("."):
             relative = posixpath.normpath(posixpath.join(folder.lower(), key))
             if relative in self.by_path:
-                return self._pick(self.by_path[relative], "relative path")
-        if "/" in key:
-            picked = self._pick(self.by_suffix.get(key, []), "path suffix")
-            if picked is not None:
-                return picked
-        else:
-            picked = self._pick(self.by_name.get(key, []), "file name")
-            if picked is not None:
-                return picked
-        return self._pick(self.by_alias.get(key, []), "alias")
+                return "relative path", self.by_path[relative]
+        how, found = ("path suffix", self.by_suffix.get(key, [])) if "/" in key else ("file name",
+                                                                                     self.by_name.get(key, []))
+        if found:
+            return how, found
+        return "alias", self.by_alias.get(key, [])
+
+    def _resolve_note(self, key: str, source_path: str) -> Resolution | None:
+        how, found = self._matches(key, source_path)
+        return self._pick(found, how)
 
     def _outside(self, key: str) -> Resolution | None:
         hit = self.outside.get(key)

@@ -1,0 +1,28 @@
+"""The kinds of curation card. A new kind: a Kind subclass in its own module, listed here."""
+
+from __future__ import annotations
+
+from mindtui.curation.kinds import Kind
+from mindtui.curation.links import AmbiguousLink, UnresolvedLink
+from mindtui.curation.sessions import MassEdit
+from mindtui.curation.suggestions import LinkSuggestion
+from mindtui.errors import InputError
+
+KINDS: dict[str, Kind] = {kind.name: kind for kind in (UnresolvedLink(), AmbiguousLink(), LinkSuggestion(),
+                                                        MassEdit())}
+# Refreshed at the end of every import (their causes are the import's unresolved links).
+LINK_KINDS = (UnresolvedLink.name, AmbiguousLink.name)
+
+
+class UnknownKind(InputError):
+    """A curation kind that does not exist."""
+
+
+def kind_of(name: str) -> Kind:
+    if name not in KINDS:
+        raise UnknownKind(f"unknown curation kind {name!r}; known kinds: {', '.join(KINDS)}")
+    return KINDS[name]
+
+
+def kinds_named(names) -> list[Kind]:
+    return [kind_of(name) for name in names]

@@ -1,0 +1,181 @@
+"""Link suggestion cards: two notes close in meaning that are not linked either way.
+
+Closeness is the cosine of the notes' mean chunk vectors (each note's chunk vectors averaged and
+normalised): measured on the sample vault it ranks related pairs above pairs that merely share
+one generic chunk, which the best single chunk pair does not (e5 gives every short heading-like
+chunk a high cosine). Strong = at least curation.suggestion_min_cosine. Only notes a model may
+read (ai_processing on) take part, and no work log (graph.work_logs: it names everything).
+The subject is the unordered pair: a rejected pair is never suggested again, either way round.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+
+import apsw
+import numpy as np
+
+from mindtui.config import Settings
+from mindtui.curation.kinds import (
+    Action, Arg, Candidate, EditContext, FileEdit, Kind, Plan, UnknownAction, dismiss_plan, subject,
+)
+from mindtui.curation.links import link_name, name_index
+from mindtui.curation.vault_edit import EditRefused, NoteChanged, read_checked
+from mindtui.store import curation_store, graph_store
+from mindtui.store import notes as note_store
+from mindtui.store.curation_store import CurationItem
+from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
+from mindtui.text.globs import excluded_by
+from mindtui.vault.links import WIKILINK, split_target
+from mindtui.vault.markdown import reference_lines
+from mindtui.vault.resolve import stem_key
+
+BLOCK = 512  # rows of the similarity matrix computed at once (512 x notes floats)
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def _note_vectors(conn: apsw.Connection, model_id: str) -> tuple[list[str], np.ndarray]:
+    """Note ids and their normalised mean chunk vectors."""
+    sums: dict[str, np.ndarray] = {}
+    for note_id, blob in curation_store.readable_chunk_vectors(conn, model_id):
+        vector = np.frombuffer(blob, dtype=np.float32)
+        sums[note_id] = sums[note_id] + vector if note_id in sums else vector.copy()
+    ids = sorted(sums)
+    if not ids:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    matrix = np.stack([sums[n] for n in ids])
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return ids, matrix / np.where(norms > 0, norms, 1.0)
+
+
+def close_pairs(ids: list[str], matrix: np.ndarray, floor: float) -> list[tuple[str, str, float]]:
+    """(a, b, cosine) with a < b for every pair at or above `floor`, computed block by block."""
+    out = []
+    for start in range(0, len(ids), BLOCK):
+        block = matrix[start:start + BLOCK] @ matrix.T
+        rows, cols = np.nonzero(block >= floor)
+        for row, col in zip(rows.tolist(), cols.tolist()):
+            i = start + row
+            if col > i:
+                out.append((min(ids[i], ids[col]), max(ids[i], ids[col]), float(block[row, col])))
+    return out
+
+
+class LinkSuggestion(Kind):
+    name = "link_suggestion"
+    family = "suggestions"
+    actions = (
+        Action("accept", "a", "link them: `- [[other]]` under curation.related_heading in the first note"),
+        Action("reject", "r", "they do not belong together: never suggest this pair again"),
+        Action("snooze", "s", "ask again later (curation.snooze_days, or --days N)",
+               (Arg("days", "int", "days until the card comes back", required=False),)),
+    )
+    gone_reason = "the notes are linked now, or no longer close in meaning"
+
+    def detect(self, conn: apsw.Connection, settings: Settings, sources: dict) -> list[Candidate] | None:
+        model_id = get_meta(conn, EMBEDDING_MODEL_KEY)
+        if not model_id:
+            return None  # nothing embedded yet: no judgement either way
+        ids, matrix = _note_vectors(conn, model_id)
+        if not ids:
+            return None
+        floor = settings.curation.suggestion_min_cosine
+        linked = curation_store.linked_note_pairs(conn)
+        refs = {ref.note_id: ref for ref in graph_store.all_note_refs(conn)}
+        logs = {n for n, ref in refs.items() if excluded_by(ref.path, settings.graph.work_logs) is not None}
+        around: dict[str, set[str]] = {}
+        for a, b in linked:
+            around.setdefault(a, set()).add(b)
+            around.setdefault(b, set()).add(a)
+        out = []
+        for a, b, cosine in close_pairs(ids, matrix, floor):
+            if (a, b) in linked or a in logs or b in logs or a not in refs or b not in refs:
+                continue
+            # The note with fewer links gets the link (it needs it more); ties by path.
+            source, target = sorted((refs[a], refs[b]), key=lambda r: (len(around.get(r.note_id, ())), r.path))
+            payload = {"source": {"note_id": source.note_id, "path": source.path, "title": source.title},
+                       "target": {"note_id": target.note_id, "path": target.path, "title": target.title},
+                       "cosine": round(cosine, 4),
+                       "shared_links": len(around.get(a, set()) & around.get(b, set()))}
+            # The bar maps to 0.2, a cosine of 1 to 0.7: below the link repairs, ordered by closeness.
+            importance = round(0.2 + 0.5 * min(1.0, max(0.0, (cosine - floor) / max(1e-9, 1.0 - floor))), 4)
+            out.append(Candidate(subject(pair=[a, b]), source.note_id, payload, importance))
+        return out
+
+    def new_card_limit(self, conn: apsw.Connection, settings: Settings, waiting: int) -> int:
+        """A refresh adds suggestions, best first, only while fewer than curation.max_new_suggestions
+        are open or snoozed: the queue never floods, and a second refresh adds none."""
+        return max(0, settings.curation.max_new_suggestions - waiting)
+
+    def summary(self, item: CurationItem) -> tuple[str, str]:
+        p = item.payload
+        shared = f", {p['shared_links']} shared link(s)" if p["shared_links"] else ""
+        return (f"{p['source']['title']} <-> {p['target']['title']}",
+                f"close in meaning (cosine {p['cosine']:.3f}{shared}), not linked")
+
+    def plan(self, ctx: EditContext, item: CurationItem, action: Action, args: dict) -> Plan:
+        if action.name == "reject":
+            return dismiss_plan(action, "this pair is not suggested again")
+        if action.name == "snooze":
+            days = args.get("days") or ctx.settings.curation.snooze_days
+            if not isinstance(days, int) or days < 1:
+                raise UnknownAction(f"snooze needs a whole number of days >= 1, not {days!r}")
+            until = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=days)).isoformat(
+                timespec="seconds")
+            return Plan("snoozed", {"by": "owner", "action": "snooze", "days": days},
+                        f"snoozed for {days} day(s)", snoozed_until=until)
+        source = note_store.load_note(ctx.conn, item.payload["source"]["note_id"])
+        target = note_store.load_note(ctx.conn, item.payload["target"]["note_id"])
+        if source is None or target is None:
+            raise NoteChanged("a note of this pair is no longer indexed; the card is checked again")
+        data = read_checked(ctx.vault_file(source.path), source.path, source.content_hash)
+        name = link_name(name_index(ctx.conn), target, source.path)
+        text = add_related_link(data, source.path, ctx.settings.curation.related_heading, name, target.path)
+        answer = {"by": "owner", "action": "accept", "source": source.note_id, "target": target.note_id}
+        if text is None:
+            return Plan("resolved", answer, f"{source.path} already links [[{name}]] under its heading")
+        return Plan("resolved", answer, f"linked [[{name}]] from {source.path}",
+                    [FileEdit(source.path, source.content_hash, text)])
+
+
+def add_related_link(data: bytes, path: str, heading: str, name: str, target_path: str) -> str | None:
+    """The note's text with `- [[name]]` at the end of the section `heading` (created at the end of
+    the note when absent); None when that section links the note already."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise EditRefused(f"{path} is not valid UTF-8; add the link by hand") from None
+    wanted = _HEADING.match(heading.strip())
+    if wanted is None:
+        raise EditRefused(f"curation.related_heading {heading!r} is not a markdown heading (e.g. '## Verwandt')")
+    level, title = len(wanted.group(1)), wanted.group(2).casefold()
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    text = text[len(bom):]
+    newline = "\r\n" if "\r\n" in text else "\n"
+    start_line, body = reference_lines(text.replace("\r\n", "\n").replace("\r", "\n"))
+    lines = text.replace("\r\n", "\n").split("\n")
+    keys = {stem_key(name), stem_key(target_path)}
+    section = None
+    for index, masked in enumerate(body):
+        found = _HEADING.match(masked)
+        if section is None and found and len(found.group(1)) == level and found.group(2).casefold() == title:
+            section = [start_line + index, len(lines)]
+        elif section is not None and found and len(found.group(1)) <= level:
+            section[1] = start_line + index
+            break
+    item = f"- [[{name}]]"
+    if section is None:
+        while lines and not lines[-1].strip():
+            lines.pop()
+        lines += ["", heading.strip(), "", item, ""] if lines else [heading.strip(), "", item, ""]
+        return bom + newline.join(lines)
+    first, end = section
+    for masked in body[first - start_line + 1:end - start_line]:
+        if any(stem_key(split_target(m.group(2))[1]) in keys for m in WIKILINK.finditer(masked)):
+            return None
+    last = max((i for i in range(first, end) if lines[i].strip()), default=first)
+    lines.insert(last + 1, item)
+    if last == first:
+        lines.insert(last + 1, "")  # a blank line between the heading and the list
+    return bom + newline.join(lines)

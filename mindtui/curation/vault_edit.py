@@ -1,0 +1,124 @@
+"""Writing vault files for the curation queue: atomic, and only over the content that was indexed.
+
+A write goes to a temporary file in the same folder (flushed and fsynced, with the old file's
+mode) and replaces the file with os.replace, so a reader or a crash sees the old file or the new
+one, never half of one. Before it writes, the file must still have the content the index read
+(its sha256 equals notes.content_hash): otherwise NoteChanged, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+import uuid
+from pathlib import Path
+
+from mindtui.errors import OperationFailed
+
+
+class NoteChanged(OperationFailed):
+    """The file changed since it was indexed (or vanished): the card must be checked again."""
+
+
+class EditRefused(OperationFailed):
+    """A write the queue will not do (overwrite an existing file, a path outside the vault)."""
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """The file's bytes, None when it does not exist."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise OperationFailed(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+
+def read_checked(path: Path, rel: str, expected_hash: str) -> bytes:
+    """The file's bytes if they are what was indexed; else NoteChanged (nothing is written)."""
+    data = read_bytes(path)
+    if data is None:
+        raise NoteChanged(f"{rel} is gone since it was indexed; the card is checked again")
+    if sha256_hex(data) != expected_hash:
+        raise NoteChanged(f"{rel} changed since it was indexed; nothing was written. The note is imported again "
+                          "and the card checked again: look at it once more")
+    return data
+
+
+def check_inside(vault: Path, rel: str) -> Path:
+    """The absolute path of a vault-relative path; EditRefused for one that leaves the vault."""
+    parts = Path(rel).parts
+    if not rel or Path(rel).is_absolute() or ".." in parts:
+        raise EditRefused(f"{rel!r} is not a path inside the vault")
+    return vault / rel
+
+
+def atomic_write(path: Path, data: bytes, *, new: bool = False) -> None:
+    """Write `data` to `path` through a temporary file and os.replace. new=True: the file must not
+    exist yet (EditRefused otherwise); its folder is created and the file gets the umask's mode."""
+    if new:
+        if path.exists():
+            raise EditRefused(f"{path} exists already; not overwritten")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = None
+    else:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    temp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if new else 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(temp, mode)
+        if new:
+            _place_new(temp, path)
+        else:
+            os.replace(temp, path)
+    except BaseException:
+        if temp.exists():
+            temp.unlink()
+        raise
+    _fsync_folder(path.parent)
+
+
+def _place_new(temp: Path, path: Path) -> None:
+    """Move a new file in place without overwriting one that appeared meanwhile (a hard link fails
+    then); a file system without hard links gets the rename after the existence check."""
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        raise EditRefused(f"{path} exists already; not overwritten") from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        os.replace(temp, path)
+        return
+    temp.unlink()
+
+
+def remove(path: Path) -> None:
+    path.unlink()
+    _fsync_folder(path.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename itself durable (a folder's entry is written by fsync on the folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return  # a platform without directory fds: the rename is still atomic
+    try:
+        os.fsync(fd)
+    except OSError as exc:  # some file systems refuse fsync on a folder; the data itself is synced
+        if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP):
+            raise
+    finally:
+        os.close(fd)

@@ -1,0 +1,135 @@
+"""The mindtui TUI: one Textual app with a mode per screen (Search, Note, Curation, Jobs).
+
+Every database and model call runs in a thread worker that posts a message; handlers on the
+event loop own the state. The app owns the service (opened for the owner) and the status
+line every screen shows; it loads the embedding model in the background after the first paint.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from textual import on, work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import Screen
+
+from mindtui.config import Settings
+from mindtui.service import Audience, Service
+from mindtui.tui.curation_screen import CurationScreen
+from mindtui.tui.help_screen import HelpScreen
+from mindtui.tui.jobs_screen import JobsScreen
+from mindtui.tui.note_screen import NoteScreen
+from mindtui.tui.search_screen import DEBOUNCE_S, SearchScreen
+from mindtui.tui.status import StatusInfo, status_line
+from mindtui.tui.worker_errors import ReportsWorkerErrors
+
+STATUS_INTERVAL_S = 2.0
+MODE_KEYS = (("search", "f2", "Search"), ("note", "f3", "Note"), ("curation", "f4", "Curation"),
+             ("jobs", "f5", "Jobs"))
+
+
+class StatusRead(Message):
+    def __init__(self, info: StatusInfo) -> None:
+        super().__init__()
+        self.info = info
+
+
+class MindtuiApp(ReportsWorkerErrors, App[int]):
+    TITLE = "mindtui"
+    CSS_PATH = "app.tcss"
+    MODES = {"search": SearchScreen, "note": NoteScreen, "curation": CurationScreen, "jobs": JobsScreen}
+    DEFAULT_MODE = "search"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+        Binding("q", "quit", "Quit", show=False),
+        Binding("question_mark", "help", "Help"),
+        Binding("f1", "help", "Help", show=False),
+        *[Binding(key, f"mode('{mode}')", label, show=False) for mode, key, label in MODE_KEYS],
+        *[Binding(str(number), f"mode('{mode}')", label, show=False)
+          for number, (mode, _, label) in enumerate(MODE_KEYS, start=1)],
+    ]
+
+    status_text: reactive[str] = reactive("mindtui · reading the database…")
+    model_state: reactive[str] = reactive("not loaded")
+
+    def __init__(self, settings: Settings, *, service: Service | None = None, load_model: bool = True,
+                 poll_status: bool = True, debounce_s: float = DEBOUNCE_S) -> None:
+        super().__init__()
+        self.debounce_s = debounce_s
+        self.settings = settings
+        self.service = service or Service(settings, audience=Audience.OWNER)
+        self._owns_service = service is None
+        self.load_model = load_model
+        self.poll_status = poll_status
+        self.status_info: StatusInfo | None = None
+        self.pending_note: str | None = None  # the note the Note mode shows next
+
+    # -- lifetime ------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self.refresh_status()
+        if self.poll_status:
+            self.set_interval(STATUS_INTERVAL_S, self.refresh_status)
+        if self.load_model:
+            # After the first paint: the screen is up before llama.cpp starts reading the model.
+            self.call_after_refresh(self.preload_model)
+
+    def on_unmount(self) -> None:
+        if self._owns_service:
+            self.service.close()
+
+    # -- workers -------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, exit_on_error=False, group="model")
+    def preload_model(self) -> None:
+        self.service.preload_models()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="status")
+    def refresh_status(self) -> None:
+        self.post_message(StatusRead(StatusInfo.read(self.service)))
+
+    @on(StatusRead)
+    def _status_read(self, message: StatusRead) -> None:
+        self.status_info = message.info
+        self.status_text = status_line(message.info, self.size.width)
+        self.model_state = message.info.model_state
+
+    # -- actions -------------------------------------------------------------------------
+    def action_mode(self, mode: str) -> None:
+        if mode != self.current_mode:
+            self.switch_mode(mode)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen, self))
+
+    async def action_quit(self) -> None:
+        self.exit(0)
+
+    def open_note(self, name: str) -> None:
+        """Show a note (path, title, alias or id) in the Note mode."""
+        self.pending_note = name
+        if self.current_mode == "note":
+            self.screen.post_message(NoteScreen.Open(name))
+        else:
+            self.switch_mode("note")
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for mode, key, label in MODE_KEYS:
+            yield SystemCommand(f"Mode: {label}", f"switch to the {label} mode ({key})",
+                                lambda mode=mode: self.action_mode(mode))
+        yield SystemCommand("Help: key bindings", "every key of this screen and the app (? or F1)", self.action_help)
+        for name, description, action in getattr(screen, "palette_commands", lambda: [])():
+            yield SystemCommand(name, description, action)
+
+
+def make_app(settings: Settings, *, service: Service | None = None, load_model: bool = True,
+             poll_status: bool = True, debounce_s: float = DEBOUNCE_S) -> MindtuiApp:
+    """The app for `mindtui`, Pilot tests and snapshot tests alike. Tests pass their own service
+    (a fixed database), load_model=False (no model thread), poll_status=False (no timer) and
+    debounce_s=0 (the hybrid search starts on the next tick, so waiting for workers suffices)."""
+    return MindtuiApp(settings, service=service, load_model=load_model, poll_status=poll_status,
+                      debounce_s=debounce_s)

@@ -1,0 +1,188 @@
+"""Curation mode: the queue of things mindtui is unsure about, most important first, one key
+per action. The card's own actions come from the service (a kind added later brings its
+actions along); `u` undoes the last action, file change included.
+"""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.events import Key
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from mindtui.tui.picker import Choice, NoteSearchPicker, PickerScreen
+from mindtui.tui.status import StatusBar
+from mindtui.tui.worker_errors import ReportsWorkerErrors
+
+QUEUE_LIMIT = 500
+
+
+def card_prompt(card) -> str:
+    return f"{card.importance:.2f}  {card.kind.replace('_', ' ')}\n  {card.subject}"
+
+
+def card_detail(card) -> str:
+    lines = [f"#{card.item_id}  {card.kind.replace('_', ' ')}  ·  importance {card.importance:.2f}  ·  {card.status}",
+             "", card.subject, "", card.description]
+    links = card.payload.get("links") or [{}]
+    evidence = card.payload.get("evidence") or links[0].get("evidence")
+    if evidence:
+        lines += ["", f"“{str(evidence).strip()}”"]
+    lines += ["", "keys:"] + [f"  {action['key']}  {action['name']}: {action['description']}" for action in card.actions]
+    lines += ["  u  undo the last action"]
+    return "\n".join(lines)
+
+
+class CurationScreen(ReportsWorkerErrors, Screen):
+    CSS_PATH = "curation_screen.tcss"
+    BINDINGS = [
+        Binding("u", "undo", "Undo"),
+        Binding("ctrl+t", "next_kind", "Kind filter"),
+        Binding("ctrl+l", "reload", "Reload", show=False),
+    ]
+
+    class Queue(Message):
+        def __init__(self, cards: list, counts: dict[str, int], select: int | None) -> None:
+            super().__init__()
+            self.cards, self.counts, self.select = cards, counts, select
+
+    class Done(Message):
+        def __init__(self, outcome) -> None:
+            super().__init__()
+            self.outcome = outcome
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cards: list = []
+        self.counts: dict[str, int] = {}
+        self.kind: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="curation-counts")
+        with Horizontal(id="curation-body"):
+            yield OptionList(id="cards")
+            with VerticalScroll(id="card-scroll"):
+                yield Static("the queue is empty", id="card-detail")
+        yield StatusBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#cards", OptionList).focus()
+        self.load()
+
+    def on_screen_resume(self) -> None:
+        self.load()
+
+    # -- the queue -----------------------------------------------------------------------
+    @work(thread=True, exclusive=True, exit_on_error=False, group="curation-load")
+    def load(self, select: int | None = None) -> None:
+        service = self.app.service
+        cards = service.curation_list(kind=self.kind, status="open", limit=QUEUE_LIMIT)
+        self.post_message(self.Queue(cards, service.curation_counts(), select))
+
+    @on(Queue)
+    def _queue(self, message: Queue) -> None:
+        option_list = self.query_one("#cards", OptionList)
+        keep = option_list.highlighted
+        self.cards, self.counts = message.cards, message.counts
+        option_list.set_options([Option(card_prompt(c), id=str(c.item_id)) for c in self.cards])
+        if self.cards:
+            index = next((i for i, c in enumerate(self.cards) if c.item_id == message.select), None)
+            option_list.highlighted = index if index is not None else min(keep or 0, len(self.cards) - 1)
+        total = sum(self.counts.values())
+        per_kind = "  ".join(f"{kind.replace('_', ' ')} {count}" for kind, count in sorted(self.counts.items())
+                             if count)
+        shown = f"  ·  showing {self.kind.replace('_', ' ')} (ctrl+t: next kind)" if self.kind else ""
+        self.query_one("#curation-counts", Static).update(f"{total} open  ·  {per_kind or 'nothing to decide'}{shown}")
+        self._show_detail()
+
+    @on(OptionList.OptionHighlighted, "#cards")
+    def _highlighted(self) -> None:
+        self._show_detail()
+
+    def selected(self):
+        index = self.query_one("#cards", OptionList).highlighted
+        return self.cards[index] if index is not None and 0 <= index < len(self.cards) else None
+
+    def _show_detail(self) -> None:
+        card = self.selected()
+        self.query_one("#card-detail", Static).update(card_detail(card) if card else "the queue is empty")
+
+    # -- actions -------------------------------------------------------------------------
+    def on_key(self, event: Key) -> None:
+        """A card's action keys come with the card: look the key up among its actions."""
+        if isinstance(self.focused, Input) or not event.character:
+            return
+        card = self.selected()
+        if card is None:
+            return
+        action = next((a for a in card.actions if a["key"] == event.character), None)
+        if action is None:
+            return
+        event.stop()
+        event.prevent_default()
+        self._start(card, action)
+
+    def _start(self, card, action: dict) -> None:
+        """Actions that need a note ask for it: the candidates of an ambiguous link, else a search."""
+        wanted = {arg["name"] for arg in action["args"] if arg.get("required", True)}
+        if "target" not in wanted:
+            self.resolve(card.item_id, action["name"], {})
+            return
+
+        def picked(target: str | None) -> None:
+            if target:
+                self.resolve(card.item_id, action["name"], {"target": target})
+
+        candidates = card.payload.get("candidates") or []
+        if candidates:
+            choices = [Choice(c["note_id"], f"{c['title']}  ({c['path']})") for c in candidates]
+            self.app.push_screen(PickerScreen(f"{action['name']}: which note?", choices), picked)
+        else:
+            initial = card.payload.get("target") or card.payload.get("target_raw") or ""
+            self.app.push_screen(NoteSearchPicker(f"{action['name']}: find the note", initial), picked)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="curation-act")
+    def resolve(self, item_id: int, action: str, args: dict) -> None:
+        self.post_message(self.Done(self.app.service.curation_resolve(item_id, action, **args)))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="curation-act")
+    def undo(self) -> None:
+        outcome = self.app.service.curation_undo()
+        if outcome is None:
+            self.app.call_from_thread(self.notify, "nothing to undo")
+            return
+        self.post_message(self.Done(outcome))
+
+    @on(Done)
+    def _done(self, message: Done) -> None:
+        outcome = message.outcome
+        self.notify(" ".join([outcome.message, *outcome.notices]))
+        self.load()
+        self.app.refresh_status()
+
+    def action_undo(self) -> None:
+        self.undo()
+
+    def action_reload(self) -> None:
+        self.load()
+
+    def action_next_kind(self) -> None:
+        kinds = sorted(k for k, n in self.counts.items() if n)
+        if not kinds:
+            self.kind = None
+        elif self.kind is None:
+            self.kind = kinds[0]
+        else:
+            later = [k for k in kinds if k > self.kind]
+            self.kind = later[0] if later else None
+        self.load()
+
+    def palette_commands(self):
+        return [("Curation: undo", "undo the last curation action and its file change (u)", self.action_undo),
+                ("Curation: next kind", "show one kind of card at a time (ctrl+t)", self.action_next_kind)]

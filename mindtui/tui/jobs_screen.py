@@ -1,0 +1,214 @@
+"""Jobs mode: start the nightly job or one step, watch each step's progress, cancel, and read
+the history of runs with their reports and warnings.
+
+A job runs in a child process (`mindtui --job ... --progress json`): parsing and embedding
+would hold this process's GIL and starve the screen. A thread here only reads its progress
+lines and posts them; search and note reading go on meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Label, Log, ProgressBar, Static
+
+from mindtui.tui.status import StatusBar
+from mindtui.tui.worker_errors import ReportsWorkerErrors
+
+JOB_KEYS = (("n", "nightly", None, "Nightly"), ("i", "index", ["import"], "Import"),
+            ("m", "embed", ["embed"], "Embed"), ("g", "graph", ["graph"], "Graph"))
+HISTORY_LIMIT = 50
+
+
+def progress_label(event: dict) -> str:
+    done, total = event.get("done", 0), event.get("total", 0)
+    parts = [f"{done}/{total}"]
+    if event.get("rate"):
+        parts.append(f"{event['rate']:,.1f}/s")
+    if event.get("eta_s") is not None and done < total:
+        parts.append(f"ETA {event['eta_s']:,.0f}s")
+    return "  ".join(parts)
+
+
+def report_text(run: dict) -> str:
+    lines = [f"{run['job']}  {run.get('started_at', '')}  {run.get('status', '')}"]
+    for step in run.get("steps", []):
+        lines.append(f"\n{step['step']}: {step['status']}" + (f" — {step['error']}" if step.get("error") else ""))
+        report = step.get("report") or {}
+        counts = {k: v for k, v in report.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        lines += [f"  {k}: {v}" for k, v in counts.items()]
+        for warning in (report.get("warnings") or [])[:50]:
+            lines.append(f"  ! {warning.get('path', '')}: {warning.get('reason', '')}" if isinstance(warning, dict)
+                         else f"  ! {warning}")
+        others = {k: v for k, v in report.items() if k not in counts and k not in ("warnings", "traceback")}
+        if others:
+            lines.append("  " + json.dumps(others, ensure_ascii=False, default=str)[:400])
+    return "\n".join(lines)
+
+
+class StepRow(Horizontal):
+    def __init__(self, step: str) -> None:
+        super().__init__(classes="step-row", id=f"step-{step}")
+        self.step = step
+
+    def compose(self) -> ComposeResult:
+        yield Label(self.step, classes="step-name")
+        yield ProgressBar(show_eta=False, show_percentage=True, classes="step-bar")
+        yield Label("waiting", classes="step-counts")
+
+
+class JobsScreen(ReportsWorkerErrors, Screen):
+    CSS_PATH = "jobs_screen.tcss"
+    BINDINGS = [
+        *[Binding(key, f"start('{job}')", label) for key, job, _, label in JOB_KEYS],
+        Binding("c", "cancel", "Cancel"),
+        Binding("r", "reload", "Reload history", show=False),
+    ]
+
+    class JobEvent(Message):
+        def __init__(self, event: dict) -> None:
+            super().__init__()
+            self.event = event
+
+    class History(Message):
+        def __init__(self, runs: list[dict]) -> None:
+            super().__init__()
+            self.runs = runs
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.process = None
+        self.runs: list[dict] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("n nightly · i import · m embed · g graph · c cancel", id="jobs-help")
+        with Vertical(id="job-live"):
+            yield Static("no job running", id="job-state")
+            yield Vertical(id="job-steps")
+            yield Log(id="job-log", max_lines=200)
+        with Horizontal(id="job-history-body"):
+            yield DataTable(id="job-history", cursor_type="row", zebra_stripes=False)
+            with VerticalScroll(id="job-report-scroll"):
+                yield Static("", id="job-report")
+        yield StatusBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#job-history", DataTable)
+        table.add_columns("started", "job", "status", "time")
+        self.load_history()
+
+    def on_screen_resume(self) -> None:
+        self.load_history()
+
+    # -- history -------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, exit_on_error=False, group="job-history")
+    def load_history(self) -> None:
+        self.post_message(self.History(self.app.service.job_history(limit=HISTORY_LIMIT)))
+
+    @on(History)
+    def _history(self, message: History) -> None:
+        self.runs = message.runs
+        table = self.query_one("#job-history", DataTable)
+        table.clear()
+        for index, run in enumerate(message.runs):
+            duration = run.get("seconds")
+            table.add_row((run.get("started_at") or "")[:16].replace("T", " "), run["job"], run.get("status", ""),
+                          f"{duration:,.0f}s" if duration is not None else "", key=str(index))
+        self._show_report()
+
+    @on(DataTable.RowHighlighted, "#job-history")
+    def _row(self) -> None:
+        self._show_report()
+
+    def _show_report(self) -> None:
+        table = self.query_one("#job-history", DataTable)
+        row = table.cursor_row
+        text = report_text(self.runs[row]) if self.runs and 0 <= row < len(self.runs) else "no job has run yet"
+        self.query_one("#job-report", Static).update(text)
+
+    def action_reload(self) -> None:
+        self.load_history()
+
+    # -- running -------------------------------------------------------------------------
+    def action_start(self, job: str) -> None:
+        if self.process is not None and self.process.running:
+            self.notify("a job is running: cancel it (c) or wait", severity="warning")
+            return
+        steps = next(s for _, name, s, _ in JOB_KEYS if name == job)
+        self.query_one("#job-steps").remove_children()
+        self.query_one("#job-log", Log).clear()
+        self.query_one("#job-state", Static).update(f"{job}: starting…")
+        self.run_job(job, steps)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="job-run")
+    def run_job(self, job: str, steps: list[str] | None) -> None:
+        self.process = self.app.service.start_job(job, steps=steps)
+        for event in self.process.events():
+            self.post_message(self.JobEvent(event))
+        outcome = self.process.wait()
+        self.post_message(self.JobEvent({"event": "exit", "returncode": outcome.returncode,
+                                         "tail": getattr(outcome, "stderr_tail", "")}))
+
+    def action_cancel(self) -> None:
+        if self.process is None or not self.process.running:
+            self.notify("no job is running")
+            return
+        self.process.cancel()
+        self.query_one("#job-state", Static).update("cancelling: the step stops at its next safe point…")
+
+    @on(JobEvent)
+    def _job_event(self, message: JobEvent) -> None:
+        event = message.event
+        kind = event.get("event")
+        state = self.query_one("#job-state", Static)
+        if kind == "start":
+            state.update(f"{event.get('job')}: running (pid {event.get('pid')})")
+            for step in event.get("steps", []):
+                self.query_one("#job-steps").mount(StepRow(step))
+        elif kind in ("step", "progress", "step_done"):
+            row = self._step_row(event["step"])
+            bar = row.query_one(ProgressBar)
+            counts = row.query_one(".step-counts", Label)
+            if kind == "progress":
+                bar.update(total=max(event.get("total") or 0, 1), progress=event.get("done", 0))
+                counts.update(progress_label(event))
+            elif kind == "step":
+                counts.update("running")
+            else:
+                if event.get("status") == "ok":
+                    bar.update(total=max(bar.total or 1, 1), progress=max(bar.total or 1, 1))
+                counts.update(event.get("status", "") + (f": {event['error']}" if event.get("error") else ""))
+        elif kind in ("message", "log"):
+            self.query_one("#job-log", Log).write_line(event.get("text", ""))
+        elif kind == "result":
+            state.update(f"{event.get('job')}: {'ok' if event.get('ok') else 'finished with problems'}")
+        elif kind == "exit":
+            code = event.get("returncode")
+            if code == 3:
+                state.update("another job is running on this database; try again when it has finished")
+            elif code == 130:
+                state.update("cancelled: everything committed so far is kept; the next run continues")
+            elif code not in (0, None):
+                state.update(f"the job ended with exit code {code}")
+            self.load_history()
+            self.app.refresh_status()
+
+    def _step_row(self, step: str) -> StepRow:
+        rows = [row for row in self.query(StepRow) if row.step == step]
+        if rows:
+            return rows[0]
+        row = StepRow(step)
+        self.query_one("#job-steps").mount(row)
+        return row
+
+    def palette_commands(self):
+        commands = [(f"Job: {label}", f"run the {job} job in the background ({key})",
+                     lambda job=job: self.action_start(job)) for key, job, _, label in JOB_KEYS]
+        return commands + [("Job: cancel", "stop the running job at a safe point (c)", self.action_cancel)]

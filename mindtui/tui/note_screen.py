@@ -1,0 +1,276 @@
+"""Note mode: a note rendered as markdown, its chunks one by one, and beside it what belongs
+with it, grouped by signal (links, backlinks, typed relations, type defaults, edited together,
+found together, suggestions) with provenance, confidence, weight and evidence.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Markdown, Static, Tree
+
+from mindtui.service import JobLockedError, NeighboursView, NoteView
+from mindtui.tui.note_markdown import href_target, readable, wikilinks
+from mindtui.tui.picker import Choice, PickerScreen
+from mindtui.tui.status import StatusBar
+from mindtui.tui.worker_errors import ReportsWorkerErrors
+
+GROUP_LABELS = {"links_out": "links", "backlinks": "backlinks", "relations": "relations",
+                "type_defaults": "type defaults", "change": "edited together", "search": "found together",
+                "suggestions": "suggestions"}
+MARKDOWN_LIMIT = 200_000  # larger notes are shown as plain text: rendering them would stall the screen
+
+
+def entry_label(entry) -> str:
+    """Short, for a side panel of 28 columns: the title, and the confidence when it is not certain."""
+    return entry.title if entry.confidence >= 1.0 else f"{entry.title} ({entry.confidence:.2f})"
+
+
+def entry_detail(group: str, entry) -> str:
+    extra = " ".join(f"{k} {v}" for k, v in entry.extra.items() if v not in (None, "", False))
+    lines = [f"{entry.title}", f"{entry.path}", f"{GROUP_LABELS.get(group, group)} · {entry.kind}",
+             f"{entry.provenance} · confidence {entry.confidence:.2f} · weight {entry.weight:g}"]
+    if extra:
+        lines.append(extra)
+    if entry.evidence:
+        lines.append(f"“{entry.evidence.strip()}”")
+    return "\n".join(lines)
+
+
+class NoteScreen(ReportsWorkerErrors, Screen):
+    CSS_PATH = "note_screen.tcss"
+    BINDINGS = [
+        Binding("n", "chunk(1)", "Next chunk"),
+        Binding("p", "chunk(-1)", "Prev chunk"),
+        Binding("a", "whole", "Whole note", show=False),
+        Binding("l", "links", "Links"),
+        Binding("e", "edit", "Edit"),
+        Binding("y", "copy_link", "Copy [[ ]]"),
+        Binding("left_square_bracket,alt+left", "back", "Back"),
+        Binding("right_square_bracket,alt+right", "forward", "Forward", show=False),
+        Binding("escape", "leave", "Search", show=False),
+    ]
+
+    class Open(Message):
+        def __init__(self, name: str, remember: bool = True) -> None:
+            super().__init__()
+            self.name, self.remember = name, remember
+
+    class Loaded(Message):
+        def __init__(self, note: NoteView, neighbours: NeighboursView, remember: bool) -> None:
+            super().__init__()
+            self.note, self.neighbours, self.remember = note, neighbours, remember
+
+    class EditFile(Message):
+        def __init__(self, path: Path) -> None:
+            super().__init__()
+            self.path = path
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.note: NoteView | None = None
+        self.neighbours: NeighboursView | None = None
+        self.chunk_index: int | None = None  # None: the whole note
+        self.back_stack: list[str] = []
+        self.forward_stack: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("no note open: find one in Search (F2)", id="note-header")
+        with Horizontal(id="note-body"):
+            with VerticalScroll(id="note-scroll"):
+                yield Markdown("", id="note-text", open_links=False)
+            with Vertical(id="note-side"):
+                yield Tree("neighbours", id="neighbours")
+                yield Static("", id="neighbour-detail")
+        yield StatusBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#neighbours", Tree).show_root = False
+        if self.app.pending_note:
+            self.post_message(self.Open(self.app.pending_note))
+
+    def on_screen_resume(self) -> None:
+        pending = self.app.pending_note
+        if pending and (self.note is None or pending != self.note.note_id):
+            self.post_message(self.Open(pending))
+
+    # -- loading -------------------------------------------------------------------------
+    @on(Open)
+    def _open(self, message: Open) -> None:
+        self.load(message.name, message.remember)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="note-load")
+    def load(self, name: str, remember: bool = True) -> None:
+        note = self.app.service.note(name, with_chunks=True)
+        neighbours = self.app.service.neighbours(note.note_id)
+        self.post_message(self.Loaded(note, neighbours, remember))
+
+    @on(Loaded)
+    def _loaded(self, message: Loaded) -> None:
+        if message.remember and self.note is not None and self.note.note_id != message.note.note_id:
+            self.back_stack.append(self.note.note_id)
+            self.forward_stack.clear()
+        self.note, self.neighbours = message.note, message.neighbours
+        self.app.pending_note = message.note.note_id
+        self.chunk_index = None
+        self._render_text()
+        self._render_neighbours()
+
+    def _render_text(self) -> None:
+        note = self.note
+        if note is None:
+            return
+        header = f"{note.title}  ·  {note.type}  ·  {note.path}"
+        if note.tags:
+            header += "  ·  #" + " #".join(note.tags)
+        if self.chunk_index is not None and note.chunks:
+            chunk = note.chunks[self.chunk_index]
+            header += (f"\nchunk {self.chunk_index + 1}/{len(note.chunks)}"
+                       f"{'  ·  ' + chunk.heading_path if chunk.heading_path else ''}"
+                       f"  ·  lines {chunk.line_start}-{chunk.line_end}")
+            body = chunk.text
+        else:
+            body = note.text
+            if note.text_source != "file":
+                header += f"\n({'changed on disk since the import' if note.text_source == 'file-changed' else 'from the index: the file is not readable'})"
+        self.query_one("#note-header", Static).update(header)
+        markdown = self.query_one("#note-text", Markdown)
+        if len(body) > MARKDOWN_LIMIT:
+            markdown.update("```\n" + body.replace("```", "ˋˋˋ") + "\n```")
+        else:
+            markdown.update(readable(body))
+        self.query_one("#note-scroll").scroll_home(animate=False)
+
+    def _render_neighbours(self) -> None:
+        tree = self.query_one("#neighbours", Tree)
+        tree.clear()
+        groups = self.neighbours.groups if self.neighbours else {}
+        for group, entries in groups.items():
+            if not entries:
+                continue
+            branch = tree.root.add(f"{GROUP_LABELS.get(group, group)} ({len(entries)})", expand=True,
+                                   data=None)
+            for entry in entries:
+                branch.add_leaf(entry_label(entry), data=(group, entry))
+        if not any(groups.values()):
+            tree.root.add_leaf("nothing belongs with this note yet")
+        self.query_one("#neighbour-detail", Static).update("")
+
+    @on(Tree.NodeHighlighted, "#neighbours")
+    def _neighbour_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        data = event.node.data
+        self.query_one("#neighbour-detail", Static).update(entry_detail(*data) if data else "")
+
+    @on(Tree.NodeSelected, "#neighbours")
+    def _neighbour_selected(self, event: Tree.NodeSelected) -> None:
+        data = event.node.data
+        if data and data[1].note_id:
+            self.post_message(self.Open(data[1].note_id))
+        elif data:
+            self.notify(f"{data[1].path} is not in the index", severity="warning")
+
+    @on(Markdown.LinkClicked, "#note-text")
+    def _link_clicked(self, event: Markdown.LinkClicked) -> None:
+        target = href_target(event.href)
+        if target:
+            self.post_message(self.Open(target))
+
+    # -- keys ----------------------------------------------------------------------------
+    def action_chunk(self, step: int) -> None:
+        if self.note is None or not self.note.chunks:
+            return
+        count = len(self.note.chunks)
+        if self.chunk_index is None:
+            self.chunk_index = 0 if step > 0 else count - 1
+        else:
+            self.chunk_index = max(0, min(count - 1, self.chunk_index + step))
+        self._render_text()
+
+    def action_whole(self) -> None:
+        self.chunk_index = None
+        self._render_text()
+
+    def action_links(self) -> None:
+        if self.note is None:
+            return
+        links = wikilinks(self.note.text)
+        if not links:
+            self.notify("this note has no wikilinks")
+            return
+        choices = [Choice(target, label if label == target else f"{label}  →  {target}") for target, label in links]
+
+        def follow(target: str | None) -> None:
+            if target:
+                self.post_message(self.Open(target))
+
+        self.app.push_screen(PickerScreen("follow a link", choices), follow)
+
+    def action_copy_link(self) -> None:
+        if self.note is not None:
+            self.app.copy_to_clipboard(f"[[{self.note.title}]]")
+            self.notify(f"copied [[{self.note.title}]]")
+
+    def action_back(self) -> None:
+        if self.back_stack and self.note is not None:
+            self.forward_stack.append(self.note.note_id)
+            self.post_message(self.Open(self.back_stack.pop(), remember=False))
+
+    def action_forward(self) -> None:
+        if self.forward_stack and self.note is not None:
+            self.back_stack.append(self.note.note_id)
+            self.post_message(self.Open(self.forward_stack.pop(), remember=False))
+
+    def action_leave(self) -> None:
+        self.app.action_mode("search")
+
+    # -- editing -------------------------------------------------------------------------
+    def action_edit(self) -> None:
+        if self.note is not None:
+            self.locate_file(self.note.note_id)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="note-edit")
+    def locate_file(self, note_id: str) -> None:
+        self.post_message(self.EditFile(self.app.service.note_file(note_id)))
+
+    @on(EditFile)
+    def _edit_file(self, message: EditFile) -> None:
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        try:
+            with self.app.suspend():
+                subprocess.run([*shlex.split(editor), str(message.path)], check=False)
+        except (OSError, ValueError) as exc:
+            self.notify(f"cannot start the editor {editor!r}: {exc}", severity="error")
+            return
+        self.reimport(self.note.note_id if self.note else None)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="note-edit")
+    def reimport(self, note_id: str | None) -> None:
+        try:
+            result = self.app.service.run_job("index", steps=["import"])
+        except JobLockedError:
+            self.app.call_from_thread(self.notify, "a job is running: it picks up your change", severity="warning")
+            return
+        if not result.ok:
+            self.app.call_from_thread(self.notify, f"re-import: {result.steps[0].error}", severity="error")
+        if note_id:
+            self.post_message(self.Open(note_id, remember=False))
+
+    def palette_commands(self):
+        return [("Note: follow a link", "pick one of this note's wikilinks (l)", self.action_links),
+                ("Note: edit in $EDITOR", "open the file, re-import it afterwards (e)", self.action_edit),
+                ("Note: copy [[link]]", "copy a wikilink to this note (y, OSC 52)", self.action_copy_link),
+                ("Note: next chunk", "show the next chunk (n)", lambda: self.action_chunk(1)),
+                ("Note: previous chunk", "show the previous chunk (p)", lambda: self.action_chunk(-1)),
+                ("Note: whole note", "show the whole note again (a)", self.action_whole),
+                ("Note: back", "the note before in the history ([)", self.action_back),
+                ("Note: forward", "the next note in the history (])", self.action_forward)]

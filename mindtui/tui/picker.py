@@ -1,0 +1,116 @@
+"""Modal pickers: choose one of a fixed list (a note's links, an ambiguous link's candidates),
+or find a note by search (retargeting a link). Esc cancels and returns None."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
+
+from mindtui.service import SearchOptions
+from mindtui.tui.worker_errors import ReportsWorkerErrors
+
+
+@dataclass
+class Choice:
+    value: str
+    label: str
+
+
+class PickerScreen(ModalScreen[str | None]):
+    CSS_PATH = "picker.tcss"
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, choices: list[Choice]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.choices = choices
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="picker"):
+            yield Static(self.title_text, id="picker-title")
+            yield OptionList(*[Option(c.label, id=str(i)) for i, c in enumerate(self.choices)], id="picker-list")
+
+    @on(OptionList.OptionSelected, "#picker-list")
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(self.choices[int(event.option.id)].value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class NoteSearchPicker(ReportsWorkerErrors, ModalScreen[str | None]):
+    """Type to find a note (full text and titles, as in Search mode); Enter picks it (its note id)."""
+
+    CSS_PATH = "picker.tcss"
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("down", "focus_list", show=False)]
+
+    class Found(Message):
+        def __init__(self, query: str, results: list) -> None:
+            super().__init__()
+            self.query, self.results = query, results
+
+    def __init__(self, title: str, initial: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.initial = initial
+        self.results: list = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="picker"):
+            yield Static(self.title_text, id="picker-title")
+            yield Input(self.initial, placeholder="find the note…", id="picker-query")
+            yield OptionList(id="picker-list")
+
+    def on_mount(self) -> None:
+        self.query_one("#picker-query", Input).focus()
+        if self.initial:
+            self.find(self.initial)
+
+    @on(Input.Changed, "#picker-query")
+    def _changed(self, event: Input.Changed) -> None:
+        self.find(event.value)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="picker")
+    def find(self, query: str) -> None:
+        results = []
+        if query.strip():
+            results = self.app.service.search(query, SearchOptions(mode="fts", limit=20, log=False)).results
+        if not get_current_worker().is_cancelled:
+            self.post_message(self.Found(query, results))
+
+    @on(Found)
+    def _found(self, message: Found) -> None:
+        if message.query != self.query_one("#picker-query", Input).value:
+            return
+        self.results = message.results
+        self.query_one("#picker-list", OptionList).set_options(
+            [Option(f"{r.title}  ({r.path})", id=r.note_id) for r in message.results])
+
+    @on(Input.Submitted, "#picker-query")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        option_list = self.query_one("#picker-list", OptionList)
+        index = option_list.highlighted if option_list.highlighted is not None else 0
+        if self.results:
+            self.dismiss(self.results[index].note_id)
+
+    @on(OptionList.OptionSelected, "#picker-list")
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_focus_list(self) -> None:
+        self.query_one("#picker-list", OptionList).focus()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

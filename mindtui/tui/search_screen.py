@@ -1,0 +1,281 @@
+"""Search mode: results while typing.
+
+Each keystroke starts a full-text search at once (a few ms); after a pause of DEBOUNCE_S the
+hybrid search replaces its results once the model is ready. A newer query supersedes older
+work: workers are exclusive per kind and every answer carries the generation of the query it
+belongs to, so a late answer to an old query is dropped. Opening a result logs the search
+(the search graph learns from what the user acted on, not from every prefix typed).
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
+
+from mindtui.service import SearchOptions, SearchResponse, SearchResult
+from mindtui.tui.status import StatusBar
+from mindtui.tui.worker_errors import ReportsWorkerErrors
+
+DEBOUNCE_S = 0.15
+RESULT_LIMIT = 20
+FILTERS = (("type", "note type, e.g. concept"), ("tag", "tag, e.g. pkm"), ("path", "path prefix, e.g. Projekte/"))
+
+
+def result_prompt(result: SearchResult, width: int) -> Text:
+    """Three lines, each cut to the list's width (no wrapping: the list measures fast): title and
+    type, the path, the snippet with the query's words highlighted (bold underline: visible with
+    NO_COLOR and in 256 colours alike)."""
+    room = max(20, width - 3)
+    head = Text(result.title[:room], style="bold")
+    if result.note_type and len(result.title) + len(result.note_type) + 2 <= room:
+        head.append(f"  {result.note_type}", style="italic")
+    snippet = result.snippet[:room]
+    line = Text(snippet[:-1] + "…" if len(result.snippet) > room else snippet)
+    for start, end in result.highlights:
+        if start < len(line):
+            line.stylize("bold underline", start, min(end, len(line)))
+    text = Text("\n", no_wrap=True, overflow="ellipsis").join([head, Text(result.path[:room], style="dim"), line])
+    text.no_wrap, text.overflow = True, "ellipsis"
+    return text
+
+
+def explain_text(result: SearchResult) -> str:
+    """Each list's rank and score, fusion, weights, graph gain and rerank, one per line."""
+    explain = result.explain
+    lines = [f"{result.title}", f"score {result.score:.4f}", ""]
+    for name, label in (("fts", "full text"), ("vector", "vector"), ("title", "name")):
+        entry = explain.get(name)
+        if entry:
+            values = "  ".join(f"{k} {v}" for k, v in entry.items())
+            lines.append(f"{label:<10}{values}")
+        else:
+            lines.append(f"{label:<10}-")
+    if "fusion" in explain:
+        lines.append(f"fusion    {explain['fusion']} → {explain.get('fused', '')}")
+    if "retriever_weight" in explain:
+        lines.append(f"weight    ×{explain['retriever_weight']} → {explain.get('weighted', '')}")
+    graph = explain.get("graph")
+    if graph:
+        lines.append(f"graph     +{graph.get('gain')} from {len(graph.get('from', []))} note(s)")
+    if explain.get("exact"):
+        lines.append("exact     the query names this note")
+    if explain.get("rerank"):
+        lines.append(f"rerank    rank {explain['rerank'].get('rank')}  score {explain['rerank'].get('score')}")
+    return "\n".join(lines)
+
+
+class SearchScreen(ReportsWorkerErrors, Screen):
+    BINDINGS = [
+        Binding("ctrl+f", "toggle_filters", "Filters"),
+        Binding("ctrl+r", "toggle_explain", "Explain"),
+        Binding("escape", "escape", "Back", show=False),
+        Binding("slash", "focus_query", "Query", show=False),
+        Binding("down", "focus_results", "Results", show=False),
+        Binding("enter", "open", "Open", show=False),
+    ]
+    CSS_PATH = "search_screen.tcss"
+
+    class Answer(Message):
+        def __init__(self, generation: int, kind: str, query: str, response: SearchResponse) -> None:
+            super().__init__()
+            self.generation, self.kind, self.query, self.response = generation, kind, query, response
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.generation = 0
+        self.shown: tuple[int, str] | None = None  # (generation, kind) on screen
+        self.results: list[SearchResult] = []
+        self.query_text = ""
+        self.notices: list[str] = []
+        self._debounce: Timer | None = None
+        self._hybrid_waits_for_model = False
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="search your notes (words or meaning)…", id="query")
+        with Horizontal(id="filters", classes="hidden"):
+            for name, hint in FILTERS:
+                yield Input(placeholder=hint, id=f"filter-{name}", classes="filter")
+        yield Static("", id="notice")
+        with Horizontal(id="search-body"):
+            yield OptionList(id="results")
+            yield Static("", id="explain", classes="hidden")
+        yield StatusBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#query", Input).focus()
+        self.watch(self.app, "model_state", self._model_state_changed, init=False)
+
+    def on_screen_resume(self) -> None:
+        """Back in Search mode, the user wants to type: the query field takes the keys."""
+        self.query_one("#query", Input).focus()
+
+    # -- what the user typed -------------------------------------------------------------
+    def _options(self, mode: str) -> SearchOptions:
+        values = {name: self.query_one(f"#filter-{name}", Input).value.strip() or None for name, _ in FILTERS}
+        return SearchOptions(mode=mode, limit=RESULT_LIMIT, note_type=values["type"], tag=values["tag"],
+                             path=values["path"], log=False, wait_for_model=False)
+
+    @on(Input.Changed)
+    def _query_changed(self, event: Input.Changed) -> None:
+        self.search_now()
+
+    def search_now(self) -> None:
+        self.generation += 1
+        self.query_text = self.query_one("#query", Input).value
+        if self._debounce is not None:
+            self._debounce.stop()
+        if not self.query_text.strip():
+            self.shown = None
+            self._show([], [], "type to search · ctrl+f filters · F1 help")
+            return
+        generation, query = self.generation, self.query_text
+        self.run_fts(generation, query, self._options("fts"))
+        def hybrid() -> None:
+            self.run_hybrid(generation, query, self._options("hybrid"))
+
+        if self.app.debounce_s > 0:
+            self._debounce = self.set_timer(self.app.debounce_s, hybrid)
+        else:
+            self.call_after_refresh(hybrid)
+
+    def _model_state_changed(self, state: str) -> None:
+        if state == "ready" and self._hybrid_waits_for_model and self.query_text.strip():
+            self._hybrid_waits_for_model = False
+            self.run_hybrid(self.generation, self.query_text, self._options("hybrid"))
+
+    # -- workers -------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, exit_on_error=False, group="search-fts")
+    def run_fts(self, generation: int, query: str, options: SearchOptions) -> None:
+        response = self.app.service.search(query, options)
+        if not get_current_worker().is_cancelled:
+            self.post_message(self.Answer(generation, "fts", query, response))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="search-hybrid")
+    def run_hybrid(self, generation: int, query: str, options: SearchOptions) -> None:
+        response = self.app.service.search(query, options)
+        if not get_current_worker().is_cancelled:
+            self.post_message(self.Answer(generation, "hybrid", query, response))
+
+    @work(thread=True, exit_on_error=False, group="search-log")
+    def record(self, query: str, note_ids: list[str]) -> None:
+        for notice in self.app.service.record_search(query, "hybrid", note_ids):
+            self.app.call_from_thread(self.notify, notice, severity="warning")
+
+    @on(Answer)
+    def _answer(self, message: Answer) -> None:
+        if message.generation != self.generation:
+            return  # an answer to a query the user has typed past
+        if message.kind == "fts" and self.shown == (message.generation, "hybrid"):
+            return  # the hybrid answer came first: keep it
+        if message.kind == "hybrid":
+            self._hybrid_waits_for_model = self.app.model_state in ("not loaded", "loading")
+        self.shown = (message.generation, message.kind)
+        notices = list(message.response.notices)
+        if message.kind == "fts" and self.app.model_state in ("not loaded", "loading"):
+            notices.append("the embedding model is loading; full-text results for now")
+        self._show(message.response.results, notices, "" if message.response.results else "no results")
+
+    def _show(self, results: list[SearchResult], notices: list[str], empty: str) -> None:
+        self.results = results
+        self.notices = list(dict.fromkeys(notices))
+        self._render_results()
+        notice = self.query_one("#notice", Static)
+        notice.update(" · ".join(self.notices) or empty)
+        notice.set_class(bool(self.notices), "degraded")
+        self._update_explain()
+
+    def _list_width(self) -> int:
+        """The result list's width from the screen's (the list's own size lags a layout behind)."""
+        panel = self.query_one("#explain")
+        beside = 0 if panel.has_class("hidden") else int(panel.styles.width.value)
+        return self.size.width - beside - 2  # the scrollbar
+
+    def _render_results(self) -> None:
+        option_list = self.query_one("#results", OptionList)
+        highlighted = option_list.highlighted
+        width = self._list_width()
+        option_list.set_options([Option(result_prompt(r, width), id=r.note_id) for r in self.results])
+        if self.results:
+            option_list.highlighted = min(highlighted or 0, len(self.results) - 1)
+
+    def on_resize(self) -> None:
+        if self.results:
+            self._render_results()
+
+    # -- keys ----------------------------------------------------------------------------
+    def action_toggle_filters(self) -> None:
+        filters = self.query_one("#filters")
+        filters.toggle_class("hidden")
+        if not filters.has_class("hidden"):
+            self.query_one("#filter-type", Input).focus()
+        else:
+            self.query_one("#query", Input).focus()
+
+    def action_toggle_explain(self) -> None:
+        self.query_one("#explain").toggle_class("hidden")
+        self._render_results()
+        self._update_explain()
+
+    @on(OptionList.OptionHighlighted, "#results")
+    def _highlighted(self) -> None:
+        self._update_explain()
+
+    def _update_explain(self) -> None:
+        panel = self.query_one("#explain", Static)
+        if panel.has_class("hidden"):
+            return
+        result = self.selected()
+        panel.update(explain_text(result) if result else "no result selected")
+
+    def selected(self) -> SearchResult | None:
+        index = self.query_one("#results", OptionList).highlighted
+        return self.results[index] if index is not None and 0 <= index < len(self.results) else None
+
+    def action_escape(self) -> None:
+        """Esc leaves a filter before it leaves anything else; then it clears the query."""
+        focused = self.focused
+        if isinstance(focused, Input) and focused.has_class("filter"):
+            self.query_one("#query", Input).focus()
+        elif focused is self.query_one("#results"):
+            self.query_one("#query", Input).focus()
+        elif self.query_text:
+            self.query_one("#query", Input).value = ""
+
+    def action_focus_query(self) -> None:
+        self.query_one("#query", Input).focus()
+
+    def action_focus_results(self) -> None:
+        if self.results:
+            self.query_one("#results", OptionList).focus()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_open()
+
+    @on(OptionList.OptionSelected, "#results")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.action_open()
+
+    def action_open(self) -> None:
+        result = self.selected() or (self.results[0] if self.results else None)
+        if result is None:
+            return
+        self.record(self.query_text, [r.note_id for r in self.results])
+        self.app.open_note(result.note_id)
+
+    def palette_commands(self):
+        return [("Search: toggle filters", "filter by type, tag and path (ctrl+f)", self.action_toggle_filters),
+                ("Search: toggle explain", "why the selected result ranks where it does (ctrl+r)",
+                 self.action_toggle_explain)]

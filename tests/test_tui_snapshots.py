@@ -1,0 +1,53 @@
+"""One snapshot per mode at 80x24 on a fixed database (the sample vault without vectors, job
+runs at a fixed time). `pytest --snapshot-update tests/test_tui_snapshots.py` rewrites them
+after an intended change of the screens; look at the SVGs before committing."""
+
+from __future__ import annotations
+
+import pytest
+from tui_support import build_fixed_db, owner_service, settle
+
+from mindtui.tui.app import make_app
+
+
+@pytest.fixture
+def service(sample_vault, db_path):
+    build_fixed_db(sample_vault.root, db_path)
+    with owner_service(db_path) as service:
+        yield service
+
+
+def tui(service):
+    return make_app(service.settings, service=service, load_model=False, poll_status=False, debounce_s=0)
+
+
+def test_search_mode(service, snap_compare):
+    async def run_before(pilot):
+        await pilot.press(*"Vergessenskurve", "ctrl+r")
+        await settle(pilot)
+
+    assert snap_compare(tui(service), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_note_mode(service, snap_compare):
+    async def run_before(pilot):
+        pilot.app.open_note("Zettelkasten")
+        await settle(pilot)
+
+    assert snap_compare(tui(service), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_curation_mode(service, snap_compare):
+    async def run_before(pilot):
+        await pilot.press("tab", "3")
+        await settle(pilot)
+
+    assert snap_compare(tui(service), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_jobs_mode(service, snap_compare):
+    async def run_before(pilot):
+        await pilot.press("tab", "4")
+        await settle(pilot)
+
+    assert snap_compare(tui(service), terminal_size=(80, 24), run_before=run_before)

@@ -1,0 +1,110 @@
+"""End to end: the real `mindtui` in a real terminal (a tmux pane of 80x24) with the real model.
+
+Keys go in with send-keys, the screen comes back with capture-pane, the database and the vault
+file are checked afterwards, and `q` must leave with exit code 0.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tui_support import build_fixed_db, owner_service
+
+WAIT_S = 90.0  # generous: the model loads in the background on a shared 2-core machine
+
+
+class Pane:
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def tmux(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True)
+        return done.stdout
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "main")
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "main", *keys)
+
+    def wait_for(self, text: str) -> str:
+        """Poll the pane until it shows text (a condition, not a fixed sleep)."""
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} did not appear; the pane shows:\n{self.screen()}")
+
+
+@pytest.fixture
+def pane(tmp_path):
+    socket = f"mindtui-test-{os.getpid()}-{tmp_path.name}"
+    pane = Pane(socket)
+    yield pane
+    subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True)
+
+
+def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, db_path, tmp_path, real_model):
+    build_fixed_db(sample_vault.root, db_path)
+    with owner_service(db_path) as service:
+        card = next(c for c in service.curation_list(kind="ambiguous_link"))
+    source = sample_vault.root / card.payload["source_path"]
+    before = source.read_text(encoding="utf-8")
+    exit_file = tmp_path / "exit-code"
+    env = {k: v for k, v in os.environ.items() if k.startswith(("MINDTUI_", "XDG_")) or k in ("HOME", "PATH")}
+    command = " ".join([
+        "env", *(shlex.quote(f"{k}={v}") for k, v in env.items()), "TERM=xterm-256color",
+        shlex.quote("EDITOR=sh -c 'printf \"\\nNachtrag aus dem Editor\\n\" >> \"$1\"' editor"),
+        shlex.quote(sys.executable), "-m", "mindtui", "--db", shlex.quote(str(db_path)), "tui",
+        ";", "echo", "$?", ">", shlex.quote(str(exit_file))])
+    pane.tmux("new-session", "-d", "-s", "main", "-x", "80", "-y", "24", command)
+
+    pane.wait_for("cards")  # the status line has been read
+    pane.keys("Vergessenskurve")
+    pane.wait_for("Konzepte/Vergessenskurve.md")
+
+    pane.keys("F4")  # the Curation mode, from any field
+    pane.wait_for("ambiguous link")
+    pane.keys("p")  # the first card (most important): pick the intended note
+    pane.wait_for("which note?")
+    pane.keys("Enter")
+    pane.wait_for("the link now names")
+
+    with owner_service(db_path) as service:
+        assert service.curation_card(card.item_id).status == "resolved"
+    after = source.read_text(encoding="utf-8")
+    assert after != before and card.payload["candidates"][0]["path"].removesuffix(".md") in after
+
+    # e: the editor (here a script that appends a line) runs in the suspended app's terminal,
+    # then the note is re-imported and shown with the new line.
+    pane.keys("F2")
+    pane.keys("C-u")  # alone: Textual drops text that arrives in the same read as a ctrl+u
+    pane.wait_for("search your notes")  # the empty query's placeholder
+    pane.keys("Vergessenskurve")
+    pane.wait_for("Konzepte/Vergessenskurve.md")
+    pane.keys("Enter")
+    pane.wait_for("Next chunk")
+    pane.keys("e")
+    deadline = time.monotonic() + WAIT_S
+    with owner_service(db_path) as service:
+        while "Nachtrag aus dem Editor" not in service.note("Vergessenskurve", with_chunks=True).chunks[-1].text:
+            assert time.monotonic() < deadline, f"the edit was not re-imported:\n{pane.screen()}"
+            time.sleep(0.1)
+    assert (sample_vault.root / "Konzepte/Vergessenskurve.md").read_text(encoding="utf-8").endswith(
+        "\nNachtrag aus dem Editor\n")
+    pane.wait_for("Next chunk")  # the app is back, in the Note mode
+
+    pane.keys("q")
+    deadline = time.monotonic() + WAIT_S
+    while not (exit_file.exists() and exit_file.read_text().strip()):
+        assert time.monotonic() < deadline, pane.screen()
+        time.sleep(0.1)
+    assert exit_file.read_text().strip() == "0"

@@ -1,0 +1,55 @@
+"""Helpers for the TUI tests: a fixed database from the sample vault, and waiting for workers
+instead of sleeping."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mindtui.audience import Audience
+from mindtui.config import load_settings
+from mindtui.models.holder import ModelHolder
+from mindtui.service import Service
+from mindtui.store import open_database
+
+FIXED_TIME = "2026-11-30T03:00:00+00:00"
+
+
+class NoModelHere(Exception):
+    pass
+
+
+def no_model(settings, say):
+    """An embedder factory for TUI plumbing tests: the fixed database has no vectors and no model."""
+    raise NoModelHere("no model in this test")
+
+
+def build_fixed_db(vault_root: Path, db_path: Path) -> None:
+    """The sample vault imported with the graph step, no vectors (no model), and job runs at a
+    fixed time (the Jobs screen shows them)."""
+    settings = load_settings().with_overrides(db=str(db_path))
+    with Service(settings, audience=Audience.OWNER, models=ModelHolder(embedder_factory=no_model)) as service:
+        result = service.run_job("nightly", steps=["import", "graph"], vault=vault_root)
+        assert result.ok, result.as_dict()
+    conn = open_database(db_path)
+    try:
+        with conn:
+            conn.execute("UPDATE job_runs SET started_at = ?, ended_at = ?", (FIXED_TIME, FIXED_TIME))
+    finally:
+        conn.close()
+
+
+def owner_service(db_path: Path, **overrides) -> Service:
+    settings = load_settings().with_overrides(db=str(db_path), **overrides)
+    return Service(settings, audience=Audience.OWNER, models=ModelHolder(embedder_factory=no_model))
+
+
+async def settle(pilot, rounds: int = 20) -> None:
+    """Wait until no worker runs and the messages they posted are handled (a worker's answer
+    may start the next worker, and a zero debounce starts one on the next tick)."""
+    app = pilot.app
+    for _ in range(rounds):
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if not any(worker.is_running for worker in app.workers):
+            return
