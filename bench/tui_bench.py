@@ -46,7 +46,7 @@ def on_mount(self):
         self.exit(0)
     self.call_after_refresh(painted)
 tui_app.MindtuiApp.on_mount = on_mount
-from mindtui.cli import main
+from mindtui.launcher import main
 sys.exit(main(["--db", sys.argv[2], "tui"]))
 """
 

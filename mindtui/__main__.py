@@ -1,3 +1,3 @@
-from mindtui.cli import main
+from mindtui.launcher import main
 
 raise SystemExit(main())

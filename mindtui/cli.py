@@ -21,9 +21,11 @@ from typing import Iterator, Sequence
 from mindtui import __version__
 from mindtui.cli_text import job_summary, neighbours_text, report_table, search_text, status_text
 from mindtui.cli_text import curation_card_text, curation_list_text, curation_outcome_text
+from mindtui.cli_text import decision_text, ingest_text, knowledge_item_text, knowledge_list_text
 from mindtui.config import load_settings, parse_overrides
 from mindtui.console import JsonProgress, StderrProgress, json_line
 from mindtui.service import CURATION_KINDS, CURATION_STATUSES
+from mindtui.service import KNOWLEDGE_SCHEMA, KNOWLEDGE_STATUSES, KNOWLEDGE_TYPES
 from mindtui.service import (
     EVAL_KINDS, NEIGHBOUR_GROUPS, SEARCH_MODES, Audience, CancelToken, ConfigError, DatabaseError, InputError,
     JobLockedError, MindtuiError, NoteNotFound, NotAllowed, OperationFailed, SearchOptions, Service,
@@ -39,7 +41,7 @@ EXIT_CODES = ((JobLockedError, EXIT_LOCKED), (DatabaseError, EXIT_DATABASE), (Co
 EPILOG = """exit codes: 0 ok, 1 failed (a job step, a model, no such note), 2 usage error,
 3 another job is running, 4 database unusable (missing, newer schema, foreign file, locked),
 5 configuration error, 130 interrupted or cancelled (work committed so far is kept)"""
-READING = ("search", "neighbors", "neighbours", "note", "graph", "status")
+READING = ("search", "neighbors", "neighbours", "note", "graph", "status", "knowledge")
 
 
 def _common(suppress: bool) -> argparse.ArgumentParser:
@@ -114,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--path", help="only notes under this vault path prefix")
     search.add_argument("--explain", action="store_true", help="show every stage's rank and score")
     search.add_argument("--no-log", action="store_true", help="do not record the search (search graph)")
+    search.add_argument("--kind", choices=["notes", "knowledge"],
+                        help="only notes, or only knowledge items (default: both, items marked)")
 
     note = sub.add_parser("note", parents=[common, reading], help="one note: facts, text, chunks",
                           description="A note's facts (type, tags, flags, warnings), its text and its chunks. "
@@ -167,7 +171,56 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("action", choices=["build", "status"], help="build: (re)build the embedding GGUF; "
                         "status: paths, sizes, hashes, usability")
     _curate_parser(sub, common)
+    _knowledge_parser(sub, common, reading)
+    _mcp_parser(sub)
     return parser
+
+
+def _mcp_parser(sub) -> None:
+    mcp = sub.add_parser(
+        "mcp", help="serve AI agents over the Model Context Protocol (stdio)",
+        description="Serve the Model Context Protocol on stdin/stdout for an MCP client (an editor, a coding "
+                    "assistant): tools search, neighbors, get_note, knowledge_search, context_pack, and "
+                    "propose_knowledge with --allow-proposals. Every tool reads as audience agent: private notes "
+                    "and notes with ai_processing: none never come out. See README \"Agents (MCP)\".")
+    mcp.add_argument("--db", type=Path, default=argparse.SUPPRESS, help="the database file (default: config `db`)")
+    mcp.add_argument("--allow-proposals", action="store_true",
+                     help="offer propose_knowledge (proposals go through the knowledge writer, cards to the owner)")
+
+
+def _knowledge_parser(sub, common: argparse.ArgumentParser, reading: argparse.ArgumentParser) -> None:
+    knowledge = sub.add_parser(
+        "knowledge", parents=[common, reading], help="knowledge items: ingest, add, list, show",
+        description="Distilled, sourced statements (fact, decision, learning, playbook, preference, reference, "
+                    "instruction). Proposals go through one writer that adds, supersedes, counts a duplicate as "
+                    "corroboration, or files a curation card (README \"Knowledge\").")
+    actions = knowledge.add_subparsers(dest="knowledge_command", metavar="ACTION", required=True)
+    ingest = actions.add_parser("ingest", parents=[common, reading], help="proposals as JSON lines (knowledge_proposal.v1)",
+                                description="Each line one proposal; a bad line is reported and the others still go in "
+                                            "(exit 1 if any line was invalid).")
+    ingest.add_argument("file", metavar="FILE", help="a JSON-lines file, or - for stdin")
+    ingest.add_argument("--source", default=None,
+                        help="who proposes: agent:NAME (default agent:ingest), owner, or job:RUN")
+    add = actions.add_parser("add", parents=[common], help="add an item as the owner",
+                             description="The owner's statement (confirmed unless a card is filed).")
+    add.add_argument("--type", dest="item_type", required=True, choices=KNOWLEDGE_TYPES, help="the item's type")
+    add.add_argument("--title", required=True, help="the statement, one line")
+    add.add_argument("--body", help="more detail")
+    add.add_argument("--quote", help="the source's own words")
+    add.add_argument("--about", metavar="NAME", help="an entity note (path, title, alias, id) or topic:TEXT")
+    add.add_argument("--supersedes", type=int, metavar="ID", help="the item this one replaces")
+    add.add_argument("--private", action="store_true", help="never shown to agents")
+    listing = actions.add_parser("list", parents=[common, reading], help="items by subject, type, status",
+                                 description="Current items, most important first (--all: history too).")
+    listing.add_argument("--about", metavar="NOTE", help="only items about this note")
+    listing.add_argument("--type", dest="item_type", choices=KNOWLEDGE_TYPES, help="only this type")
+    listing.add_argument("--status", choices=KNOWLEDGE_STATUSES, help="only this status")
+    listing.add_argument("--all", action="store_true", help="superseded items too")
+    listing.add_argument("--limit", type=int, help="at most this many")
+    show = actions.add_parser("show", parents=[common, reading], help="one item: provenance, chain, decisions",
+                              description="An item with its quote, source, supersede chain both ways, its "
+                                          "sources and the writer's decisions.")
+    show.add_argument("item_id", metavar="ID", type=int, help="the item's id")
 
 
 def _curate_parser(sub, common: argparse.ArgumentParser) -> None:
@@ -189,11 +242,17 @@ def _curate_parser(sub, common: argparse.ArgumentParser) -> None:
     resolve = actions.add_parser("resolve", parents=[common], help="answer a card with one of its actions",
                                  description="Actions by kind: unresolved_link create|retarget|dismiss, "
                                              "ambiguous_link pick|dismiss, link_suggestion accept|reject|snooze, "
-                                             "mass_edit include|keep_out (`curate show ID` lists them).")
+                                             "mass_edit include|keep_out, unresolved_entity link|topic|reject|snooze, "
+                                             "duplicate merge|confirm|supersede|reject|snooze, contradiction "
+                                             "supersede|confirm|reject|snooze, missing_quote answer|confirm|reject|"
+                                             "snooze, gap_question answer|reject|snooze, stale confirm|supersede|"
+                                             "reject|snooze (`curate show ID` lists them).")
     resolve.add_argument("item_id", metavar="ID", type=int, help="the card's id")
     resolve.add_argument("action", metavar="ACTION", help="the action's name (see `curate show ID`)")
     resolve.add_argument("--target", metavar="NOTE", help="retarget, pick: the note (path, title, alias or id)")
     resolve.add_argument("--days", type=int, help="snooze: days until the card comes back")
+    resolve.add_argument("--text", help="answer, supersede: the statement or quote (first line the statement)")
+    resolve.add_argument("--type", dest="item_type", help="gap_question answer: the item's type (default fact)")
     actions.add_parser("undo", parents=[common], help="reverse the latest answer (its file change too)",
                        description="Reverse the latest answer not undone yet: the files it wrote (only if they "
                                    "are still as it left them) and the card's state.")
@@ -272,7 +331,7 @@ def _run_job(args, service: Service, job: str, vault: Path | None, steps: list[s
 def _search(args, service: Service) -> int:
     response = service.search(args.query, SearchOptions(
         mode=args.mode, limit=max(1, args.limit), note_type=args.note_type, tag=args.tag, path=args.path,
-        log=not args.no_log))
+        log=not args.no_log, kind=args.kind))
     for notice in response.notices:
         print(f"notice: {notice}", file=sys.stderr)
     _emit(args, response.as_dict(), search_text(response, args.explain))
@@ -346,11 +405,44 @@ def _curate(args, service: Service) -> int:
     if command == "undo":
         outcome = service.curation_undo()
     else:
-        outcome = service.curation_resolve(args.item_id, args.action, target=args.target, days=args.days)
+        outcome = service.curation_resolve(args.item_id, args.action, target=args.target, days=args.days,
+                                           text=args.text, type=args.item_type)
     for notice in outcome.notices if outcome else []:
         print(f"notice: {notice}", file=sys.stderr)
     _emit(args, outcome.as_dict() if outcome else {"undone": None}, curation_outcome_text(outcome))
     return EXIT_OK
+
+
+def _knowledge(args, service: Service) -> int:
+    command = args.knowledge_command
+    if command == "list":
+        views = service.knowledge_list(args.about, args.item_type, args.status, not args.all, args.limit)
+        _emit(args, {"items": [v.as_dict() for v in views]}, knowledge_list_text(views))
+        return EXIT_OK
+    if command == "show":
+        view = service.knowledge_item(args.item_id)
+        _emit(args, view.as_dict(), knowledge_item_text(view))
+        return EXIT_OK
+    if command == "add":
+        proposal = {"schema": KNOWLEDGE_SCHEMA, "type": args.item_type, "title": args.title, "body": args.body,
+                    "quote": args.quote, "about": args.about, "supersedes": args.supersedes,
+                    "visibility": "private" if args.private else "shared"}
+        decision = service.knowledge_submit({k: v for k, v in proposal.items() if v is not None}, "owner").as_dict()
+        _emit(args, decision, decision_text(decision))
+        return EXIT_FAILED if decision["decision"] == "invalid" else EXIT_OK
+    if args.file == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        try:
+            lines = Path(args.file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{args.file}: cannot read: {exc}") from None
+    results = service.knowledge_ingest(lines, args.source or "agent:ingest")
+    for result in results:
+        if result["decision"] == "invalid":
+            print(f"error: line {result['line']}: {result['reason']}", file=sys.stderr)
+    _emit(args, {"results": results}, ingest_text(results))
+    return EXIT_FAILED if any(r["decision"] == "invalid" for r in results) else EXIT_OK
 
 
 def _dispatch(args, service: Service) -> int:
@@ -383,6 +475,8 @@ def _dispatch(args, service: Service) -> int:
         return _models(args, service)
     if command == "curate":
         return _curate(args, service)
+    if command == "knowledge":
+        return _knowledge(args, service)
     status = service.status()
     _emit(args, status, status_text(status))
     return EXIT_OK
@@ -419,6 +513,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from mindtui.tui import run_tui  # Textual is imported only for the TUI
 
             return run_tui(settings)
+        if args.command == "mcp":
+            if args.audience != Audience.OWNER.value:
+                raise NotAllowed("`mindtui mcp` always reads as audience agent; it takes no --audience")
+            from mindtui.mcp import serve  # the MCP SDK is imported only for the server
+
+            return serve(settings, allow_proposals=args.allow_proposals)
         with Service(settings, audience=Audience(args.audience)) as service:
             return _dispatch(args, service)
     except MindtuiError as exc:

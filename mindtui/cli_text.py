@@ -18,7 +18,12 @@ def job_summary(result) -> str:
 def search_text(response, explain: bool) -> str:
     lines = []
     for number, result in enumerate(response.results, start=1):
-        lines.append(f"{number:>2}. {result.title}  ({result.path})  {result.score:.4f}")
+        if getattr(result, "kind", "note") == "knowledge":
+            where = f"  ({result.path})" if result.path else ""
+            lines.append(f"{number:>2}. [knowledge #{result.item_id} {result.note_type}] {result.title}{where}  "
+                         f"{result.score:.4f}")
+        else:
+            lines.append(f"{number:>2}. {result.title}  ({result.path})  {result.score:.4f}")
         lines.append(f"    {result.snippet}")
         if explain:
             lines.append(f"    explain: {json.dumps(result.explain, ensure_ascii=False)}")
@@ -96,3 +101,55 @@ def curation_outcome_text(outcome) -> str:
         return "nothing to undo"
     files = "".join(f"\n  {path}" for path in outcome.changed_files)
     return f"card {outcome.item_id}: {outcome.message} (now {outcome.status}){files}"
+
+
+# -- knowledge items ----------------------------------------------------------------------
+
+def _item_line(view) -> str:
+    flags = "" if view.is_current else " (history)"
+    flags += " [stale]" if view.stale_since else ""
+    about = f"  about {view.about}" if view.about else ""
+    return f"{view.item_id:>5}  {view.type:<11} {view.status:<10} {view.importance:.2f}  {view.title}{about}{flags}"
+
+
+def knowledge_list_text(views) -> str:
+    return "\n".join(_item_line(v) for v in views) if views else "no knowledge items"
+
+
+def knowledge_item_text(view) -> str:
+    lines = [f"item {view.item_id}  {view.type}  {view.status}" + ("" if view.is_current else " (no longer current)")
+             + (f"  stale since {view.stale_since}" if view.stale_since else ""), view.title]
+    if view.body:
+        lines += ["", view.body]
+    if view.quote:
+        lines += ["", f"quote: \"{view.quote}\""]
+    lines.append("")
+    if view.about:
+        lines.append(f"about      {view.about}" + (f"  ({view.about_path})" if view.about_path else ""))
+    source = view.source_id + (f"  ({view.source_path}, chunk {view.source_chunk_seq})" if view.source_path else "")
+    lines += [f"source     {view.source_type}: {source}",
+              f"valid      from {view.valid_from}" + (f" to {view.ended_at}" if view.ended_at else ""),
+              f"confidence {view.confidence:.2f}  importance {view.importance:.2f}  visibility {view.visibility}"]
+    if view.superseded_by is not None:
+        lines.append(f"superseded by item {view.superseded_by}")
+    for label, chain in (("supersedes", view.supersedes), ("then", view.superseded_chain)):
+        lines.extend(f"{label:<10} #{i['item_id']} {i['title']}  ({i['status']})" for i in chain)
+    if view.sources:
+        lines.append("stated by  " + ", ".join(s["source_id"] for s in view.sources))
+    lines.extend(f"decision   {d['decided_at']}  {d['decision']}: {d['reason']}" for d in view.decisions)
+    return "\n".join(lines)
+
+
+def decision_text(decision: dict) -> str:
+    refs = "".join(f"  {name} {decision[key]}" for name, key in (("item", "item_id"), ("card", "card_id"))
+                   if decision.get(key) is not None)
+    return f"{decision['decision']}{refs}: {decision['reason']}"
+
+
+def ingest_text(results: list[dict]) -> str:
+    lines = [f"line {r['line']}: {decision_text(r)}" for r in results]
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r["decision"]] = counts.get(r["decision"], 0) + 1
+    lines.append(" · ".join(f"{k} {v}" for k, v in sorted(counts.items())) if results else "no proposals")
+    return "\n".join(lines)

@@ -126,6 +126,16 @@ class CurationSettings:
 
 
 @dataclass(frozen=True)
+class KnowledgeSettings:
+    entity_types: tuple[str, ...] = setting()
+    near_duplicate_cosine: float = setting(low=-1.0, high=1.0)
+    quote_required_for: tuple[str, ...] = setting()
+    importance_half_life_days: float = setting(above=0.0)
+    importance_boost: float = setting(low=0.0, high=1.0)
+    max_gap_questions: int = setting(low=0)
+
+
+@dataclass(frozen=True)
 class Schema:
     """The whole file: top-level keys and one section per subsystem."""
 
@@ -141,6 +151,7 @@ class Schema:
     privacy: PrivacySettings = setting()
     retention: RetentionSettings = setting()
     curation: CurationSettings = setting()
+    knowledge: KnowledgeSettings = setting()
 
 
 def _key(name: str) -> str:
@@ -329,6 +340,7 @@ class Settings:
         self.privacy = schema.privacy
         self.retention = schema.retention
         self.curation = schema.curation
+        self.knowledge = schema.knowledge
         self._schema = schema
 
     @property

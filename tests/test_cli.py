@@ -142,7 +142,8 @@ def test_search_json_shape_and_notices(sample_vault, db_path, real_model, capsys
     assert len(data["results"]) == 3
     first = data["results"][0]
     assert set(first) == {"note_id", "path", "title", "score", "snippet", "chunk_id", "explain", "note_type",
-                          "highlights"}
+                          "highlights", "kind", "item_id"}
+    assert first["kind"] == "note" and first["item_id"] is None
     assert first["note_type"] and first["highlights"]
     for start, end in first["highlights"]:  # each span marks a query word's form in the snippet
         assert first["snippet"][start:end].lower().startswith(("zettel", "luhmann"))

@@ -33,17 +33,27 @@ def test_nightly_job_runs_its_steps_and_records_them(sample_vault, db_path, real
                    timeout=900)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert result["ok"] is True and [s["step"] for s in result["steps"]] == ["import", "embed", "graph"]
+    assert result["ok"] is True
+    assert [s["step"] for s in result["steps"]] == ["import", "embed", "graph", "consolidate", "gaps"]
     imported, embedded = result["steps"][0]["report"], result["steps"][1]["report"]
     assert imported["notes_added"] > 40
-    # Every chunk is accounted for: embedded once per distinct text, or left out (ai_processing: none).
+    # Every chunk is accounted for: embedded once per distinct text, or left out (ai_processing: none);
+    # the current knowledge items (the sample vault's callouts) are embedded too.
     assert embedded["embedded"] > 100 and embedded["excluded"] >= 1 and embedded["skipped"] == 0
-    assert embedded["embedded"] + embedded["duplicates"] + embedded["excluded"] == imported["chunks_total"]
+    assert imported["knowledge"]["decisions"]["add"] >= 3
+    conn = open_database(db_path)
+    (items,) = conn.execute("SELECT count(*) FROM knowledge_items WHERE is_current = 1").fetchone()
+    conn.close()
+    assert embedded["embedded"] + embedded["duplicates"] + embedded["excluded"] == imported["chunks_total"] + items
     graph = result["steps"][2]["report"]
     assert graph["logs"] == ["Journal/Arbeitslog.md"] and graph["pairs"] > 20
     assert [m["session"] for m in graph["mass_edits"]] == ["2026-10-31 S13"]  # 14 notes: a mass edit, left out
     assert "S13" in done.stderr and "mass edit" in done.stderr
-    assert runs(db_path) == [("nightly", "import", "ok"), ("nightly", "embed", "ok"), ("nightly", "graph", "ok")]
+    assert runs(db_path) == [("nightly", "import", "ok"), ("nightly", "embed", "ok"), ("nightly", "graph", "ok"),
+                             ("nightly", "consolidate", "ok"), ("nightly", "gaps", "ok")]
+    consolidated = result["steps"][3]["report"]
+    assert consolidated["confirmed"] == 1  # the SQLite decision, stated in two journal notes
+    assert result["steps"][4]["report"]["kinds"]["gap_question"]["open"] == 5
     conn = open_database(db_path)
     (report,) = conn.execute("SELECT report FROM job_runs").fetchone()
     conn.close()
@@ -85,9 +95,10 @@ def test_failed_step_gives_exit_code_1(tmp_path, db_path, real_model):
     done = mindtui("--job", "nightly", "--vault", str(tmp_path / "no-such-vault"), "--db", str(db_path))
     assert done.returncode == 1
     assert "does not exist" in done.stderr
-    # the next steps still ran (embed had nothing to do; graph needs the vault too)
+    # the next steps still ran (embed had nothing to do; graph needs the vault too; the knowledge steps do not)
     assert runs(db_path) == [("nightly", "import", "failed"), ("nightly", "embed", "ok"),
-                             ("nightly", "graph", "failed")]
+                             ("nightly", "graph", "failed"), ("nightly", "consolidate", "ok"),
+                             ("nightly", "gaps", "ok")]
 
 
 def test_unknown_job_or_step_is_a_clear_error(db_path, sample_vault):

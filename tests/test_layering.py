@@ -25,15 +25,18 @@ LAYERS = [
     ("store", {"mindtui.store"}),
     ("vault and models", {"mindtui.vault", "mindtui.models"}),
     ("search and graph", {"mindtui.search", "mindtui.graph", "mindtui.curation"}),
+    ("knowledge", {"mindtui.knowledge"}),
     ("jobs", {"mindtui.jobs"}),
     ("evaluation", {"mindtui.evaluation"}),
     ("service", {"mindtui.service"}),
-    ("front ends", {"mindtui.cli", "mindtui.cli_text", "mindtui.console", "mindtui.__main__", "mindtui.tui",
+    ("front ends", {"mindtui.cli", "mindtui.cli_text", "mindtui.console", "mindtui.__main__", "mindtui.launcher",
+                    "mindtui.tui",
                     "mindtui.mcp"}),
 ]
 LAYER_OF = {unit: number for number, (_name, units) in enumerate(LAYERS) for unit in units}
 FRONT_ENDS = len(LAYERS) - 1
-FOREIGN = {"textual": {"mindtui.tui"}, "llama_cpp": {"mindtui.models"}}  # who may import these
+FOREIGN = {"textual": {"mindtui.tui"}, "llama_cpp": {"mindtui.models"}, "mcp": {"mindtui.mcp"},
+           "mcp_types": {"mindtui.mcp"}}  # who may import these
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -120,11 +123,11 @@ def test_front_ends_import_only_the_service_and_the_configuration():
     # mindtui.tui only inside the `tui` command (test_core_imports_neither_textual_nor_llama_cpp
     # imports mindtui.cli and finds no Textual).
     assert {unit_of(t) for t in targets} <= {"mindtui.config", "mindtui.service", "mindtui.console", "mindtui.cli_text",
-                                            "mindtui.tui"}
+                                            "mindtui.tui", "mindtui.mcp"}
     tui = PACKAGE / "tui"
     for path in tui.glob("*.py"):
         units = {unit_of(t) for _, t in imports_of(path) if t.startswith("mindtui.")}
-        assert units <= {"mindtui.config", "mindtui.service", "mindtui.tui"}, path.name
+        assert units <= {"mindtui.config", "mindtui.errors", "mindtui.service", "mindtui.tui"}, path.name
 
 
 CORE = ["mindtui.store", "mindtui.vault", "mindtui.graph", "mindtui.curation.actions", "mindtui.jobs", "mindtui.cli", "mindtui.service",
@@ -135,7 +138,7 @@ def test_core_imports_neither_textual_nor_llama_cpp():
     code = (
         "import importlib, json, sys\n"
         f"for name in {CORE!r}: importlib.import_module(name)\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'llama_cpp'))))\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'llama_cpp', 'mcp'))))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == []

@@ -51,3 +51,11 @@ def test_jobs_mode(service, snap_compare):
         await settle(pilot)
 
     assert snap_compare(tui(service), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_knowledge_mode(service, snap_compare):
+    async def run_before(pilot):
+        await pilot.press("tab", "5")
+        await settle(pilot)
+
+    assert snap_compare(tui(service), terminal_size=(80, 24), run_before=run_before)

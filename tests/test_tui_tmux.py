@@ -73,8 +73,11 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
 
     pane.keys("F4")  # the Curation mode, from any field
     pane.wait_for("ambiguous link")
-    pane.keys("p")  # the first card (most important): pick the intended note
-    pane.wait_for("which note?")
+    pane.keys("C-t")  # one kind at a time: the first kind by name, ambiguous_link
+    pane.wait_for("showing ambiguous link")
+    pane.wait_for(f"#{card.item_id}  ambiguous link")  # its details are shown: it is the selected card
+    pane.keys("p")  # pick the intended note
+    pane.wait_for("pick: one of the candidate notes")  # the picker titled by the action and its argument
     pane.keys("Enter")
     pane.wait_for("the link now names")
 

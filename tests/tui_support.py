@@ -24,8 +24,8 @@ def no_model(settings, say):
 
 
 def build_fixed_db(vault_root: Path, db_path: Path) -> None:
-    """The sample vault imported with the graph step, no vectors (no model), and job runs at a
-    fixed time (the Jobs screen shows them)."""
+    """The sample vault imported with the graph step, no vectors (no model), and job runs and
+    knowledge items at a fixed time (the Jobs and Knowledge screens show them)."""
     settings = load_settings().with_overrides(db=str(db_path))
     with Service(settings, audience=Audience.OWNER, models=ModelHolder(embedder_factory=no_model)) as service:
         result = service.run_job("nightly", steps=["import", "graph"], vault=vault_root)
@@ -34,6 +34,8 @@ def build_fixed_db(vault_root: Path, db_path: Path) -> None:
     try:
         with conn:
             conn.execute("UPDATE job_runs SET started_at = ?, ended_at = ?", (FIXED_TIME, FIXED_TIME))
+            conn.execute("UPDATE knowledge_items SET valid_from = ?, created_at = ?, updated_at = ?,"
+                         " importance_at = ?", (FIXED_TIME,) * 4)
     finally:
         conn.close()
 

@@ -1,4 +1,5 @@
-"""The kinds of curation card. A new kind: a Kind subclass in its own module, listed here."""
+"""The kinds of curation card. A new kind: a Kind subclass in its own module, listed here, or added by
+`register` from a layer above (the knowledge kinds: mindtui.knowledge.cards)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,15 @@ LINK_KINDS = (UnresolvedLink.name, AmbiguousLink.name)
 
 class UnknownKind(InputError):
     """A curation kind that does not exist."""
+
+
+def register(kind: Kind) -> None:
+    """Add a kind from a layer above the queue (idempotent for the same class; a second class of
+    the same name is an error)."""
+    known = KINDS.get(kind.name)
+    if known is not None and type(known) is not type(kind):
+        raise ValueError(f"curation kind {kind.name!r} is registered already by {type(known).__name__}")
+    KINDS.setdefault(kind.name, kind)
 
 
 def kind_of(name: str) -> Kind:

@@ -74,6 +74,18 @@ def import_step(ctx: StepContext) -> dict:
         cancel=ctx.cancel, allow_mass_delete=ctx.allow_mass_delete)
     report = importer.run().as_dict()
     report["curation"] = refresh(ctx.conn, ctx.settings, kinds=LINK_KINDS).as_dict()  # link cards follow the links
+    report["knowledge"] = _callouts(ctx)
+    return report
+
+
+def _callouts(ctx: StepContext) -> dict:
+    """Knowledge callouts of the imported notes go to the writer; items whose callout is gone get a stale card."""
+    from mindtui.curation.refresh import refresh
+    from mindtui.knowledge.callout_sync import sync_callouts
+    from mindtui.knowledge.cards import STALE_KINDS
+
+    report = sync_callouts(ctx.conn, ctx.settings).as_dict()
+    report["curation"] = refresh(ctx.conn, ctx.settings, kinds=STALE_KINDS).as_dict()
     return report
 
 
@@ -104,6 +116,7 @@ def graph_step(ctx: StepContext) -> dict:
     """Refresh the change graph from the work logs; drop search pairs of deleted notes and
     searches older than retention.search_log_days (0 keeps them forever); refresh the curation queue."""
     from mindtui.curation.refresh import refresh
+    from mindtui.curation.registry import KINDS
     from mindtui.curation.sessions import MASS_EDITS, included_sessions
     from mindtui.graph.change_graph import build_change_graph
     from mindtui.store.graph_store import prune_search_pairs
@@ -119,13 +132,36 @@ def graph_step(ctx: StepContext) -> dict:
     report["search_pairs_pruned"] = prune_search_pairs(ctx.conn)
     days = ctx.settings.retention.search_log_days
     report["searches_forgotten"] = prune_search_log(ctx.conn, _days_ago(days)) if days else 0
-    report["curation"] = refresh(ctx.conn, ctx.settings, sources={MASS_EDITS: report["mass_edits"]}).as_dict()
+    kinds = [name for name, kind in KINDS.items() if kind.family != "knowledge"]  # those: the steps below
+    report["curation"] = refresh(ctx.conn, ctx.settings, kinds=kinds,
+                                 sources={MASS_EDITS: report["mass_edits"]}).as_dict()
     return report
 
 
-STEPS: dict[str, Step] = {"import": import_step, "embed": embed_step, "graph": graph_step}
-JOBS: dict[str, list[str]] = {"nightly": ["import", "embed", "graph"], "index": ["import"], "embed": ["embed"],
-                              "graph": ["graph"]}
+def consolidate_step(ctx: StepContext) -> dict:
+    """Exact duplicates superseded, corroborated drafts confirmed, stale sources flagged (cards),
+    importance decayed and refreshed by the owner's searches (see knowledge.consolidate)."""
+    from mindtui.curation.refresh import refresh
+    from mindtui.knowledge.cards import STALE_KINDS
+    from mindtui.knowledge.consolidate import consolidate
+
+    report = consolidate(ctx.conn, ctx.settings).as_dict()
+    report["curation"] = refresh(ctx.conn, ctx.settings, kinds=STALE_KINDS).as_dict()
+    return report
+
+
+def gaps_step(ctx: StepContext) -> dict:
+    """Gap questions: entity notes with no confirmed knowledge, at most knowledge.max_gap_questions open."""
+    from mindtui.curation.refresh import refresh
+    from mindtui.knowledge.cards import GAP_KINDS
+
+    return refresh(ctx.conn, ctx.settings, kinds=GAP_KINDS).as_dict()
+
+
+STEPS: dict[str, Step] = {"import": import_step, "embed": embed_step, "graph": graph_step,
+                          "consolidate": consolidate_step, "gaps": gaps_step}
+JOBS: dict[str, list[str]] = {"nightly": ["import", "embed", "graph", "consolidate", "gaps"], "index": ["import"],
+                              "embed": ["embed"], "graph": ["graph"], "knowledge": ["consolidate", "gaps"]}
 
 
 @dataclass

@@ -6,6 +6,8 @@ content hash). A different model than last time is first tried on one batch: onl
 vectors fit the store are the old vectors removed (in the same transaction that stores the
 new batch), so a model that cannot be used leaves the index as it was.
 Notes with `ai_processing: none` are never handed to the model (`pending_texts` skips them).
+Current knowledge items are embedded too (title and body, keyed the same way), except those
+stated in such a note.
 """
 
 from __future__ import annotations

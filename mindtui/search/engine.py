@@ -18,7 +18,9 @@ from mindtui.audience import Audience
 from mindtui.config import Settings
 from mindtui.errors import ModelUnavailableError
 from mindtui.search import fusion
+from mindtui.search.knowledge import KINDS, LOG_PREFIX, knowledge_hits
 from mindtui.search.query import fts_expression, query_stems
+from mindtui.store import knowledge_store
 from mindtui.store import search_store as store
 from mindtui.store import vectors as vector_store
 from mindtui.store.meta import data_version
@@ -53,6 +55,7 @@ class SearchOptions:
     # False: if the embedding model is not loaded yet, answer from full text now (with a notice)
     # and let it load in the background (a TUI keystroke, an MCP call right after start).
     wait_for_model: bool = True
+    kind: str | None = None  # notes | knowledge | None: both (knowledge items are current items only)
 
     @property
     def filtered(self) -> bool:
@@ -71,6 +74,15 @@ class SearchResult:
     note_type: str = ""
     # [start, end) character spans of the snippet's words that match a query word's stem: what a front end highlights.
     highlights: list[tuple[int, int]] = field(default_factory=list)
+    # "note", or "knowledge": an item (item_id; title = its statement, note_type = its item type, snippet
+    # from its body or quote; note_id/path: the note it was stated in, else the one it is about, else "").
+    kind: str = "note"
+    item_id: int | None = None
+
+    @property
+    def log_key(self) -> str:
+        """How the result stands in the search log: its note id, or "knowledge:<item_id>"."""
+        return f"{LOG_PREFIX}{self.item_id}" if self.kind == "knowledge" else self.note_id
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -147,6 +159,7 @@ class SearchEngine:
         self.models = models
         self.audience = audience_of(conn)
         self._title_cache: tuple[int, TitleKeys] | None = None
+        self._last_lists: dict[str, list[tuple[str, float]]] = {}  # the notes' candidate lists of the last search
 
     # -- retrievers -----------------------------------------------------------------------
     def _fts(self, query: str, options: SearchOptions, pool: int) -> list[store.ChunkHit]:
@@ -157,28 +170,37 @@ class SearchEngine:
                                 restricted=self.audience is not Audience.OWNER)
         return _best_per_note(hits)[:pool]
 
-    def _vector(self, query: str, options: SearchOptions, pool: int, notices: list[str]) -> list[store.ChunkHit]:
+    def _query_vector(self, query: str, options: SearchOptions, notices: list[str]):
+        """(model id, the query's vector), or None with a notice saying why there is none."""
         if self.models is None:
             notices.append("vector search unavailable: no embedding model configured; full-text results only")
-            return []
+            return None
         try:
             embedder = self.models.embedder(wait=options.wait_for_model)
             if embedder is None:
                 notices.append("the embedding model is loading; full-text results for now")
-                return []
+                return None
             if not store.has_vectors(self.conn, embedder.model_id):
                 notices.append("no vectors yet (run `mindtui embed`); full-text results only")
-                return []
-            vector = embedder.embed_query(query)
+                return None
+            return embedder.model_id, embedder.embed_query(query)
         except ModelUnavailableError as exc:
             notices.append(f"vector search unavailable ({exc}); full-text results only")
-            return []
+            return None
         except Exception as exc:  # a llama.cpp failure mid-query must not take the search down with it
             notices.append(f"vector search failed ({type(exc).__name__}: {exc}); full-text results only")
+            return None
+
+    def _vector(self, options: SearchOptions, pool: int, query_vector) -> list[store.ChunkHit]:
+        found = query_vector()
+        if found is None:
             return []
-        # Filters (and an agent's hidden notes) drop hits after the KNN: ask for more then.
+        model_id, vector = found
+        # Filters (and an agent's hidden notes) drop hits after the KNN: ask for more then. Knowledge
+        # items share the vector table: as many more as they have vectors, so they crowd out no chunk.
         wide = options.filtered or self.audience is not Audience.OWNER
-        hits = vector_store.knn(self.conn, vector, pool * (4 if wide else 2))
+        extra = knowledge_store.item_vector_count(self.conn, model_id)
+        hits = vector_store.knn(self.conn, vector, pool * (4 if wide else 2) + extra)
         min_cosine = self.options.min_cosine
         similarities = {h.embedding_id: 1.0 - h.distance for h in hits if 1.0 - h.distance >= min_cosine}
         chunks = store.chunks_for_embeddings(self.conn, similarities, options.note_type, options.tag, options.path)
@@ -187,19 +209,52 @@ class SearchEngine:
     # -- the pipeline ---------------------------------------------------------------------
     def search(self, query: str, options: SearchOptions | None = None,
                text_filter: Callable[[str], str] | None = None) -> SearchResponse:
-        """text_filter: applied to a chunk's whole text before its snippet is cut (the service
-        takes links to notes an agent may not see out of it)."""
+        """Notes and knowledge items (options.kind), best first. text_filter: applied to a chunk's
+        (an item's) whole text before its snippet is cut (the service takes links to notes an agent
+        may not see out of it)."""
         options = options or SearchOptions()
         if options.mode not in MODES:
             raise ValueError(f"unknown mode {options.mode!r}; use one of {', '.join(MODES)}")
+        if options.kind not in KINDS:
+            raise ValueError(f"unknown kind {options.kind!r}; use notes or knowledge (or none for both)")
         response = SearchResponse(options.mode)
+        query_vector = _Once(lambda: self._query_vector(query, options, response.notices))
+        self._last_lists = {}
+        if options.kind != "knowledge":
+            response.results = self._notes(query, options, text_filter, response, query_vector)
+        if options.kind != "notes":
+            items = self._items(query, options, text_filter, query_vector)
+            response.results = _merged(response.results, items, options.limit)
+        if options.log and response.results:
+            self._log(query, options.mode, [r.log_key for r in response.results], response.notices)
+        return response
+
+    def _items(self, query: str, options: SearchOptions, text_filter, query_vector) -> list[SearchResult]:
+        stems = query_stems(query)
+        out = []
+        for hit in knowledge_hits(self.conn, self.settings, query, options.mode, options.limit, query_vector,
+                                  (options.note_type, options.tag, options.path), reference=self._last_lists):
+            item = hit.item
+            text = item.body or item.quote or ""
+            if text_filter is not None:
+                text = text_filter(text)
+            shown = snippet(text, stems)
+            title = text_filter(item.title) if text_filter is not None else item.title
+            out.append(SearchResult(hit.note_id, hit.path, title, round(hit.score, 6), shown, None, hit.explain,
+                                    note_type=item.type, highlights=highlight_spans(shown, stems),
+                                    kind="knowledge", item_id=item.item_id))
+        return out
+
+    def _notes(self, query: str, options: SearchOptions, text_filter, response: SearchResponse,
+               query_vector) -> list[SearchResult]:
+        results: list[SearchResult] = []
         pool = self.options.candidate_pool
         lists: dict[str, list[store.ChunkHit]] = {}
         if options.mode in ("fts", "hybrid"):
             lists["fts"] = self._fts(query, options, pool)
         if options.mode in ("vector", "hybrid") and analysis.words(query):
             # A query of no words ("???") has no meaning to compare: nothing the vectors return would be it.
-            lists["vector"] = self._vector(query, options, pool, response.notices)
+            lists["vector"] = self._vector(options, pool, query_vector)
         if options.mode == "hybrid":
             lists["title"] = self._mentions(query, options)
 
@@ -213,6 +268,7 @@ class SearchEngine:
                     best_chunk.setdefault(hit.note_id, hit.chunk_id)
         method = self.options.fusion
         ranked = {name: [(h.note_id, h.score) for h in hits] for name, hits in lists.items()}
+        self._last_lists = ranked  # the knowledge items are scored against these (see _items)
         if method == "convex":
             fused = fusion.convex(ranked, self.options.convex_alpha, self.options.convex_normalisation)
         else:
@@ -260,12 +316,10 @@ class SearchEngine:
             if text_filter is not None:
                 text = text_filter(text)
             shown = snippet(text, stems)
-            response.results.append(SearchResult(note_id, fact.path, fact.title, round(scores[note_id], 6),
-                                                 shown, chunk_id, explain.get(note_id, {}), note_type=fact.type,
-                                                 highlights=highlight_spans(shown, stems)))
-        if options.log and response.results:
-            self._log(query, options.mode, [r.note_id for r in response.results], response.notices)
-        return response
+            results.append(SearchResult(note_id, fact.path, fact.title, round(scores[note_id], 6),
+                                        shown, chunk_id, explain.get(note_id, {}), note_type=fact.type,
+                                        highlights=highlight_spans(shown, stems)))
+        return results
 
     def _expand(self, scores: dict[str, float], options: SearchOptions) -> dict[str, list[tuple[float, str]]]:
         """1-hop graph expansion: the top notes lend part of their score to the notes they link with.
@@ -405,6 +459,34 @@ class SearchEngine:
                              learn_pairs=owner)
         except apsw.Error as exc:  # the search graph is a by-product: never fail the search for it
             notices.append(f"search not logged ({exc})")
+
+
+def _merged(notes: list[SearchResult], items: list[SearchResult], limit: int) -> list[SearchResult]:
+    """Both lists in their own order (the notes' may be the reranker's), interleaved by score;
+    exact title matches of notes stay first."""
+    out = [r for r in notes if "protected" in r.explain]
+    rest = [r for r in notes if "protected" not in r.explain]
+    i = j = 0
+    while len(out) < limit and (i < len(rest) or j < len(items)):
+        if j >= len(items) or (i < len(rest) and rest[i].score >= items[j].score):
+            out.append(rest[i])
+            i += 1
+        else:
+            out.append(items[j])
+            j += 1
+    return out[:limit]
+
+
+class _Once:
+    """A value computed on first use (the query's vector: embedded once for notes and items)."""
+
+    def __init__(self, compute: Callable) -> None:
+        self.compute, self.done, self.value = compute, False, None
+
+    def __call__(self):
+        if not self.done:
+            self.value, self.done = self.compute(), True
+        return self.value
 
 
 def make_search_engine(conn: apsw.Connection, settings: Settings, say: Callable[[str], None] | None = None,

@@ -31,3 +31,12 @@ __all__ = [
 ]
 # The curation queue (Service.curation_*).
 __all__ += ["ActionOutcome", "CURATION_KINDS", "CURATION_STATUSES", "Card", "NoteChanged"]
+# Knowledge items (Service.knowledge_*).
+from mindtui.knowledge.proposal import SCHEMA as KNOWLEDGE_SCHEMA  # noqa: E402
+from mindtui.knowledge.proposal import TYPES as KNOWLEDGE_TYPES  # noqa: E402
+from mindtui.knowledge.writer import Decision  # noqa: E402
+from mindtui.search.knowledge import KINDS as SEARCH_KINDS  # noqa: E402
+from mindtui.service.knowledge import KnowledgeView  # noqa: E402
+from mindtui.store.knowledge_store import STATUSES as KNOWLEDGE_STATUSES  # noqa: E402
+
+__all__ += ["Decision", "KNOWLEDGE_SCHEMA", "KNOWLEDGE_STATUSES", "KNOWLEDGE_TYPES", "KnowledgeView", "SEARCH_KINDS"]

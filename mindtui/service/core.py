@@ -20,6 +20,7 @@ from mindtui.errors import NoteNotFound, NotAllowed
 from mindtui.graph.neighbours import GROUPS, find_note, neighbours
 from mindtui.graph.stats import graph_stats
 from mindtui.jobs.runner import JobHooks, run_job
+from mindtui.knowledge.writer import Decision
 from mindtui.models import files as model_files
 from mindtui.models.holder import ModelHolder, shared_holder
 from mindtui.progress import CancelToken, StepProgress
@@ -27,9 +28,11 @@ from mindtui.search.engine import SearchEngine, SearchModels, SearchOptions, Sea
 from mindtui.service import views
 from mindtui.service.curation import ActionOutcome, Card, CurationDesk
 from mindtui.service.job_process import JobProcess, batch_summary
+from mindtui.service.knowledge import KnowledgeDesk, KnowledgeView
 from mindtui.service.redact import public_explain, redact, redact_value
 from mindtui.store import edges as edge_store
 from mindtui.store import jobs as job_store
+from mindtui.store import knowledge_store
 from mindtui.store import notes as note_store
 from mindtui.store import vectors as vector_store
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, VAULT_KEY, data_version, get_meta
@@ -142,6 +145,15 @@ class Service:
                 entry.evidence = clean(entry.evidence)
         return views.NeighboursView(ref.note_id, ref.path, ref.title, found)
 
+    def context_pack(self, note: str | None = None, query: str | None = None, *, budget_tokens: int = 2000,
+                     limit: int = 5, signals: tuple[str, ...] | None = None, knowledge: bool = True) -> dict:
+        """The best notes for a note or a query, their typed neighbours, confirmed knowledge and text,
+        cut to `budget_tokens` (see service.context)."""
+        from mindtui.service.context import TYPED_SIGNALS, build_context_pack
+
+        return build_context_pack(self, note=note, query=query, budget_tokens=budget_tokens, limit=limit,
+                                  signals=tuple(signals or TYPED_SIGNALS), knowledge=knowledge)
+
     def record_search(self, query: str, mode: str, note_ids: list[str]) -> list[str]:
         """Log a search that ran with `log=False` once its user acted on the results (the TUI
         searches on every keystroke but teaches the search graph only the query a note was
@@ -177,7 +189,8 @@ class Service:
         """What the database holds (for this audience), embedding coverage, models, recent jobs."""
         with self._pool.connection() as pooled:
             conn = pooled.conn
-            counts = {**note_store.corpus_counts(conn), **edge_store.edge_counts(conn)}
+            counts = {**note_store.corpus_counts(conn), **edge_store.edge_counts(conn),
+                      **knowledge_store.item_counts(conn)}
             model_id = get_meta(conn, EMBEDDING_MODEL_KEY)
             coverage = vector_store.chunk_coverage(conn, model_id or "")
             runs = [run.__dict__ for run in job_store.recent_runs(conn, limit=5)]
@@ -286,7 +299,7 @@ class Service:
         return self._curation.card(item_id)
 
     def curation_resolve(self, item_id: int, action: str, **args) -> ActionOutcome:
-        """Answer a card (args: target=NOTE name, days=N). The vault write is atomic and only over
+        """Answer a card (args: target=NOTE name, days=N, text=TEXT, type=T). The vault write is atomic and only over
         the indexed content (NoteChanged otherwise); what was written is imported at once."""
         self._owner_only("the curation queue")
         return self._curation.resolve(item_id, action, args)
@@ -300,6 +313,55 @@ class Service:
         """Refresh every kind now (as the nightly graph step does); JobLockedError while a job runs."""
         self._owner_only("the curation queue")
         return self._curation.refresh()
+
+
+    # -- knowledge items ---------------------------------------------------------------------
+    @property
+    def _knowledge(self) -> KnowledgeDesk:
+        return KnowledgeDesk(self.settings, self._pool, self.audience, self.models)
+
+    def knowledge_submit(self, proposal, source=None) -> Decision:
+        """A proposal (v1 dict or JSON text) to the one writer; the decision (add, supersede, noop,
+        update, card, invalid) with its reason. source: 'owner' (the owner's default), 'agent:NAME'
+        (an agent's only choice), 'job:RUN', or a knowledge.proposal.Source. An agent is told no card
+        reasons and no ids of items it may not see."""
+        return self._knowledge.submit(proposal, source)
+
+    def knowledge_ingest(self, lines, source=None) -> list[dict]:
+        """Proposals as JSON lines, each decided on its own: [{line, decision, reason, item_id, card_id}]."""
+        return self._knowledge.ingest(lines, source)
+
+    def knowledge_list(self, about: str | None = None, type: str | None = None, status: str | None = None,
+                       current_only: bool = True, limit: int | None = None) -> list[KnowledgeView]:
+        """Items (what the audience may see) by subject note, type and status, most important first."""
+        return self._cleaned(self._knowledge.list(about, type, status, current_only, limit))
+
+    def knowledge_item(self, item_id: int) -> KnowledgeView:
+        """One item with its supersede chain both ways, its sources and (for the owner) the writer's decisions."""
+        return self._cleaned([self._knowledge.item(item_id)])[0]
+
+    def knowledge_for_note(self, name: str) -> list[KnowledgeView]:
+        """Current items about the note and items stated in it."""
+        return self._cleaned(self._knowledge.for_note(name))
+
+    def _cleaned(self, views: list[KnowledgeView]) -> list[KnowledgeView]:
+        """For an agent: links to hidden notes taken out of the items' text."""
+        if self.audience is Audience.OWNER:
+            return views
+        with self._pool.connection() as pooled:
+            clean = self._redactor(pooled)
+        for view in views:
+            view.title, view.body = clean(view.title), clean(view.body)
+            view.quote = clean(view.quote) if view.quote else view.quote
+            for entry in view.supersedes + view.superseded_chain:
+                entry["title"] = clean(entry["title"])
+        return views
+
+    def knowledge_edit(self, item_id: int, **fields) -> Decision:
+        """The owner edits an item: it is superseded by the edited one (confirmed). Fields: type,
+        title, body, quote, about, confidence, visibility, valid_from."""
+        self._owner_only("editing knowledge items")
+        return self._knowledge.edit(item_id, fields)
 
 
 class _Redactor:

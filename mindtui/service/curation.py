@@ -26,12 +26,14 @@ from mindtui.errors import InputError, JobLockedError, MindtuiError
 from mindtui.graph.change_graph import build_change_graph
 from mindtui.graph.neighbours import find_note
 from mindtui.jobs.lock import JobLock
+from mindtui.knowledge.cards import register_kinds as register_knowledge_kinds
 from mindtui.store import curation_store
 from mindtui.store.curation_store import STATUSES, CurationItem
 from mindtui.store.meta import VAULT_KEY, get_meta
 from mindtui.store.pool import ConnectionPool
 from mindtui.vault.importer import VaultImporter
 
+register_knowledge_kinds()
 KIND_NAMES = tuple(KINDS)
 LOCKED_NOTICE = "another mindtui job is running: it (or the next import) picks the change up"
 
@@ -136,7 +138,7 @@ class CurationDesk:
                              undone=True)
 
     def _arguments(self, conn: apsw.Connection, action, given: dict) -> dict:
-        """The action's arguments: note names resolved to note ids, whole numbers checked."""
+        """The action's arguments: note names resolved to note ids, text stripped, whole numbers checked."""
         known = {arg.name: arg for arg in action.args}
         extra = sorted(name for name, value in given.items() if value is not None and name not in known)
         if extra:
@@ -150,6 +152,10 @@ class CurationDesk:
                 continue
             if arg.type == "note":
                 out[name] = find_note(conn, str(value)).note_id
+            elif arg.type == "text":
+                if not isinstance(value, str) or not value.strip():
+                    raise UnknownAction(f"{action.name}: --{name} must be some text")
+                out[name] = value.strip()
             elif isinstance(value, bool) or not isinstance(value, int):
                 raise UnknownAction(f"{action.name}: --{name} must be a whole number, not {value!r}")
             else:

@@ -143,7 +143,8 @@ def has_vectors(conn: apsw.Connection, model_id: str) -> bool:
 
 def log_search(conn: apsw.Connection, query: str, mode: str, note_ids: list[str], audience: str,
                learn_pairs: bool) -> int:
-    """Record a search; with learn_pairs, raise the weight of every unordered pair among its results.
+    """Record a search (results: note ids, and "knowledge:<item_id>" for items); with learn_pairs, raise
+    the weight of every unordered pair of notes among its results.
 
     Written to `main.` tables by name: an agent connection reads filtered views of them.
     """
@@ -153,7 +154,8 @@ def log_search(conn: apsw.Connection, query: str, mode: str, note_ids: list[str]
                      (now, query, mode, json.dumps(note_ids), audience))
         search_id = conn.last_insert_rowid()
         if learn_pairs:
-            pairs = {tuple(sorted(pair)) for pair in itertools.combinations(set(note_ids), 2)}
+            notes = {n for n in note_ids if not n.startswith("knowledge:")}  # items teach no note pairs
+            pairs = {tuple(sorted(pair)) for pair in itertools.combinations(notes, 2)}
             conn.executemany(
                 "INSERT INTO main.search_pairs (note_a, note_b, weight, last_seen) VALUES (?, ?, 1, ?)"
                 " ON CONFLICT(note_a, note_b) DO UPDATE SET weight = weight + 1, last_seen = excluded.last_seen",

@@ -21,8 +21,17 @@ class PendingText:
     chunks: int  # how many chunks share this text (embedded once)
 
 
+# Current knowledge items a model may read (not stated in an `ai_processing: none` note): embedded
+# like a chunk titled with the item's title whose text is its body (see knowledge_store.item_passage).
+_EMBEDDABLE_ITEMS = (
+    "SELECT k.content_hash, k.title, k.body, k.item_id FROM knowledge_items k WHERE k.is_current = 1"
+    " AND (k.source_note_id IS NULL OR NOT EXISTS (SELECT 1 FROM notes n WHERE n.note_id = k.source_note_id"
+    " AND n.ai_processing = 0))")
+
+
 def pending_texts(conn: apsw.Connection, model_id: str) -> list[PendingText]:
-    """Distinct chunk texts with no vector for `model_id` (notes with ai_processing off excluded)."""
+    """Distinct chunk texts with no vector for `model_id` (notes with ai_processing off excluded),
+    then the texts of knowledge items with none."""
     rows = conn.execute(
         "SELECT c.content_hash, n.title, c.heading_path, c.text, count(*) FROM chunks c"
         " JOIN notes n ON n.note_id = c.note_id"
@@ -31,7 +40,16 @@ def pending_texts(conn: apsw.Connection, model_id: str) -> list[PendingText]:
         " GROUP BY c.content_hash ORDER BY min(c.chunk_id)",
         (model_id,),
     )
-    return [PendingText(*row) for row in rows]
+    pending = [PendingText(*row) for row in rows]
+    seen = {p.content_hash for p in pending}
+    for content_hash, title, body, _item_id in conn.execute(
+            f"SELECT i.* FROM ({_EMBEDDABLE_ITEMS}) i WHERE NOT EXISTS ("
+            " SELECT 1 FROM embeddings e WHERE e.model_id = ? AND e.content_hash = i.content_hash) ORDER BY i.item_id",
+            (model_id,)):
+        if content_hash not in seen:
+            seen.add(content_hash)
+            pending.append(PendingText(content_hash, title, "", body, 1))
+    return pending
 
 
 def chunk_coverage(conn: apsw.Connection, model_id: str) -> dict[str, int]:
@@ -70,10 +88,11 @@ def delete_other_models(conn: apsw.Connection, model_id: str) -> int:
 
 
 def delete_orphans(conn: apsw.Connection, model_id: str) -> int:
-    """Vectors whose text no longer belongs to any chunk that may be embedded."""
+    """Vectors whose text no longer belongs to any chunk or current knowledge item that may be embedded."""
     conn.execute(
         "DELETE FROM embeddings WHERE model_id = ? AND content_hash NOT IN ("
-        " SELECT c.content_hash FROM chunks c JOIN notes n ON n.note_id = c.note_id WHERE n.ai_processing = 1)",
+        " SELECT c.content_hash FROM chunks c JOIN notes n ON n.note_id = c.note_id WHERE n.ai_processing = 1)"
+        f" AND content_hash NOT IN (SELECT i.content_hash FROM ({_EMBEDDABLE_ITEMS}) i)",
         (model_id,),
     )
     return conn.changes()

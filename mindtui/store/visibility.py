@@ -11,7 +11,9 @@ the day it is written. What an agent connection never sees:
 - change-graph nodes outside the index (`path:...`: their privacy is unknown, so fail-closed);
   change-graph evidence is cut to the session keys (the work-log row may name hidden notes);
 - search pairs with a hidden end; other audiences' logged queries; job reports and errors
-  (they carry file paths and warnings of every note); the curation queue (the owner's).
+  (they carry file paths and warnings of every note); the curation queue (the owner's);
+- knowledge items that are private, stated in a hidden note or about one, their sources, and
+  the writer's decision log (the owner's);
 
 Writes from an agent connection name `main.` tables explicitly (only the search log does).
 Links to hidden notes inside visible text are redacted by the service (`hidden_note_names`).
@@ -79,6 +81,16 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
         # The curation queue is the owner's conversation with mindtui: nothing of it for an agent.
         "CREATE TEMP VIEW curation_items AS SELECT c.* FROM main.curation_items c WHERE 0",
         "CREATE TEMP VIEW curation_actions AS SELECT a.* FROM main.curation_actions a WHERE 0",
+        # Knowledge items: shared ones only, and only while their source note and the note they are
+        # about are visible (an item stated in or about a hidden note would tell what it says).
+        "CREATE TEMP VIEW knowledge_items AS SELECT k.* FROM main.knowledge_items k WHERE k.visibility = 'shared'"
+        f" AND (k.source_note_id IS NULL OR {_visible('k.source_note_id')})"
+        f" AND (k.about_note_id IS NULL OR {_visible('k.about_note_id')})",
+        "CREATE TEMP VIEW knowledge_sources AS SELECT s.* FROM main.knowledge_sources s WHERE"
+        " EXISTS (SELECT 1 FROM temp.knowledge_items k WHERE k.item_id = s.item_id) AND (s.source_type != 'note' OR "
+        + _visible("substr(s.source_id, 1, instr(s.source_id, '#') - 1)") + ")",
+        # What the writer was handed and why it decided so is the owner's (proposals may name anything).
+        "CREATE TEMP VIEW knowledge_decisions AS SELECT d.* FROM main.knowledge_decisions d WHERE 0",
         # Views of the main schema read main tables: shadow them with the same definition over the filtered ones.
         "CREATE TEMP VIEW unresolved_links AS SELECT note_id, seq, target_raw, resolution AS reason, detail,"
         " line, evidence FROM note_links WHERE resolution IN ('missing', 'ambiguous', 'out_of_corpus')",

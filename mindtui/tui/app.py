@@ -7,7 +7,8 @@ line every screen shows; it loads the embedding model in the background after th
 
 from __future__ import annotations
 
-from typing import Iterable
+import threading
+from typing import TYPE_CHECKING, Iterable
 
 from textual import on, work
 from textual.app import App, SystemCommand
@@ -17,18 +18,21 @@ from textual.reactive import reactive
 from textual.screen import Screen
 
 from mindtui.config import Settings
-from mindtui.service import Audience, Service
 from mindtui.tui.curation_screen import CurationScreen
 from mindtui.tui.help_screen import HelpScreen
 from mindtui.tui.jobs_screen import JobsScreen
+from mindtui.tui.knowledge_screen import KnowledgeScreen
 from mindtui.tui.note_screen import NoteScreen
 from mindtui.tui.search_screen import DEBOUNCE_S, SearchScreen
 from mindtui.tui.status import StatusInfo, status_line
 from mindtui.tui.worker_errors import ReportsWorkerErrors
 
+if TYPE_CHECKING:
+    from mindtui.service import Service
+
 STATUS_INTERVAL_S = 2.0
 MODE_KEYS = (("search", "f2", "Search"), ("note", "f3", "Note"), ("curation", "f4", "Curation"),
-             ("jobs", "f5", "Jobs"))
+             ("jobs", "f5", "Jobs"), ("knowledge", "f6", "Knowledge"))
 
 
 class StatusRead(Message):
@@ -40,7 +44,8 @@ class StatusRead(Message):
 class MindtuiApp(ReportsWorkerErrors, App[int]):
     TITLE = "mindtui"
     CSS_PATH = "app.tcss"
-    MODES = {"search": SearchScreen, "note": NoteScreen, "curation": CurationScreen, "jobs": JobsScreen}
+    MODES = {"search": SearchScreen, "note": NoteScreen, "curation": CurationScreen, "jobs": JobsScreen,
+             "knowledge": KnowledgeScreen}
     DEFAULT_MODE = "search"
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = [
@@ -56,20 +61,36 @@ class MindtuiApp(ReportsWorkerErrors, App[int]):
     status_text: reactive[str] = reactive("mindtui · reading the database…")
     model_state: reactive[str] = reactive("not loaded")
 
-    def __init__(self, settings: Settings, *, service: Service | None = None, load_model: bool = True,
+    def __init__(self, settings: Settings, *, service: "Service | None" = None, load_model: bool = True,
                  poll_status: bool = True, debounce_s: float = DEBOUNCE_S) -> None:
         super().__init__()
         self.debounce_s = debounce_s
         self.settings = settings
-        self.service = service or Service(settings, audience=Audience.OWNER)
+        self._service = service
+        self._service_ready = threading.Event()
+        self._service_error: BaseException | None = None
+        if service is not None:
+            self._service_ready.set()
         self._owns_service = service is None
         self.load_model = load_model
         self.poll_status = poll_status
         self.status_info: StatusInfo | None = None
         self.pending_note: str | None = None  # the note the Note mode shows next
+        self.pending_item: int | None = None  # the knowledge item the Knowledge mode selects next
 
     # -- lifetime ------------------------------------------------------------------------
+    @property
+    def service(self) -> "Service":
+        """The service (owner). Opened by a worker after the first paint; workers that need it
+        earlier wait for it (never the event loop: only workers touch the service)."""
+        self._service_ready.wait()
+        if self._service is None:
+            raise self._service_error
+        return self._service
+
     def on_mount(self) -> None:
+        if self._service is None:
+            self.call_after_refresh(self.open_service)
         self.refresh_status()
         if self.poll_status:
             self.set_interval(STATUS_INTERVAL_S, self.refresh_status)
@@ -78,10 +99,23 @@ class MindtuiApp(ReportsWorkerErrors, App[int]):
             self.call_after_refresh(self.preload_model)
 
     def on_unmount(self) -> None:
-        if self._owns_service:
-            self.service.close()
+        if self._owns_service and self._service is not None:
+            self._service.close()
 
     # -- workers -------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, exit_on_error=False, group="service")
+    def open_service(self) -> None:
+        """Import the service stack and open the database, off the event loop and after the
+        first frame (see tui.lazy): start-up paints before it has read a byte."""
+        try:
+            from mindtui.service import Audience, Service
+
+            self._service = Service(self.settings, audience=Audience.OWNER)
+        except BaseException as exc:  # every waiting worker gets it; the notification says it once
+            self._service_error = exc
+            raise
+        finally:
+            self._service_ready.set()
     @work(thread=True, exclusive=True, exit_on_error=False, group="model")
     def preload_model(self) -> None:
         self.service.preload_models()
@@ -116,6 +150,14 @@ class MindtuiApp(ReportsWorkerErrors, App[int]):
         else:
             self.switch_mode("note")
 
+    def open_item(self, item_id: int) -> None:
+        """Show a knowledge item in the Knowledge mode."""
+        self.pending_item = item_id
+        if self.current_mode == "knowledge":
+            self.screen.load()
+        else:
+            self.switch_mode("knowledge")
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         for mode, key, label in MODE_KEYS:
@@ -126,7 +168,7 @@ class MindtuiApp(ReportsWorkerErrors, App[int]):
             yield SystemCommand(name, description, action)
 
 
-def make_app(settings: Settings, *, service: Service | None = None, load_model: bool = True,
+def make_app(settings: Settings, *, service: "Service | None" = None, load_model: bool = True,
              poll_status: bool = True, debounce_s: float = DEBOUNCE_S) -> MindtuiApp:
     """The app for `mindtui`, Pilot tests and snapshot tests alike. Tests pass their own service
     (a fixed database), load_model=False (no model thread), poll_status=False (no timer) and

@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from mindtui.tui.picker import Choice, NoteSearchPicker, PickerScreen
+from mindtui.tui.picker import Choice, NoteSearchPicker, PickerScreen, TextPrompt
 from mindtui.tui.status import StatusBar
 from mindtui.tui.worker_errors import ReportsWorkerErrors
 
@@ -95,10 +95,14 @@ class CurationScreen(ReportsWorkerErrors, Screen):
             index = next((i for i, c in enumerate(self.cards) if c.item_id == message.select), None)
             option_list.highlighted = index if index is not None else min(keep or 0, len(self.cards) - 1)
         total = sum(self.counts.values())
-        per_kind = "  ".join(f"{kind.replace('_', ' ')} {count}" for kind, count in sorted(self.counts.items())
-                             if count)
-        shown = f"  ·  showing {self.kind.replace('_', ' ')} (ctrl+t: next kind)" if self.kind else ""
-        self.query_one("#curation-counts", Static).update(f"{total} open  ·  {per_kind or 'nothing to decide'}{shown}")
+        if self.kind:  # first: a narrow terminal cuts the end of the line
+            header = (f"showing {self.kind.replace('_', ' ')}: {len(self.cards)} of {total} open "
+                      "(ctrl+t: next kind)")
+        else:
+            per_kind = "  ".join(f"{kind.replace('_', ' ')} {count}"
+                                 for kind, count in sorted(self.counts.items()) if count)
+            header = f"{total} open  ·  {per_kind or 'nothing to decide'}"
+        self.query_one("#curation-counts", Static).update(header)
         self._show_detail()
 
     @on(OptionList.OptionHighlighted, "#cards")
@@ -129,23 +133,32 @@ class CurationScreen(ReportsWorkerErrors, Screen):
         self._start(card, action)
 
     def _start(self, card, action: dict) -> None:
-        """Actions that need a note ask for it: the candidates of an ambiguous link, else a search."""
-        wanted = {arg["name"] for arg in action["args"] if arg.get("required", True)}
-        if "target" not in wanted:
-            self.resolve(card.item_id, action["name"], {})
+        """Ask for the action's required arguments one after another (a note: the candidates of
+        an ambiguous link, else a search; text: a prompt), then resolve the card."""
+        needed = [arg for arg in action["args"] if arg.get("required", True)]
+        self._collect(card, action, needed, {})
+
+    def _collect(self, card, action: dict, needed: list[dict], collected: dict) -> None:
+        if not needed:
+            self.resolve(card.item_id, action["name"], collected)
             return
+        arg, rest = needed[0], needed[1:]
 
-        def picked(target: str | None) -> None:
-            if target:
-                self.resolve(card.item_id, action["name"], {"target": target})
+        def got(value: str | None) -> None:
+            if value:
+                self._collect(card, action, rest, {**collected, arg["name"]: value})
 
+        title = f"{action['name']}: {arg['description']}"
+        if arg["type"] != "note":
+            self.app.push_screen(TextPrompt(title), got)
+            return
         candidates = card.payload.get("candidates") or []
         if candidates:
             choices = [Choice(c["note_id"], f"{c['title']}  ({c['path']})") for c in candidates]
-            self.app.push_screen(PickerScreen(f"{action['name']}: which note?", choices), picked)
+            self.app.push_screen(PickerScreen(title, choices), got)
         else:
-            initial = card.payload.get("target") or card.payload.get("target_raw") or ""
-            self.app.push_screen(NoteSearchPicker(f"{action['name']}: find the note", initial), picked)
+            initial = card.payload.get("target") or card.payload.get("name") or ""
+            self.app.push_screen(NoteSearchPicker(title, initial), got)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="curation-act")
     def resolve(self, item_id: int, action: str, args: dict) -> None:
@@ -183,6 +196,15 @@ class CurationScreen(ReportsWorkerErrors, Screen):
             self.kind = later[0] if later else None
         self.load()
 
+    def help_rows(self) -> list[tuple[str, str]]:
+        """The selected card's own keys (each kind brings its actions)."""
+        card = self.selected()
+        return [(action["key"], f"{action['name']}: {action['description']}") for action in card.actions] if card else []
+
     def palette_commands(self):
-        return [("Curation: undo", "undo the last curation action and its file change (u)", self.action_undo),
-                ("Curation: next kind", "show one kind of card at a time (ctrl+t)", self.action_next_kind)]
+        card = self.selected()
+        own = [(f"Card: {action['name']}", f"{action['description']} ({action['key']})",
+                lambda action=action: self._start(card, action)) for action in (card.actions if card else [])]
+        return own + [
+            ("Curation: undo", "undo the last curation action and its file change (u)", self.action_undo),
+            ("Curation: next kind", "show one kind of card at a time (ctrl+t)", self.action_next_kind)]

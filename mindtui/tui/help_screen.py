@@ -29,9 +29,10 @@ def binding_rows(node) -> list[tuple[str, str]]:
 def help_text(screen: Screen, app: App) -> str:
     lines = [f"{type(screen).__name__.removesuffix('Screen')} mode"]
     lines += [f"  {key:<24} {text}" for key, text in binding_rows(screen)]
+    lines += [f"  {key:<24} {text}" for key, text in getattr(screen, "help_rows", lambda: [])()]
     lines += ["", "everywhere"]
     lines += [f"  {key:<24} {text}" for key, text in binding_rows(app)]
-    lines += ["  1-4, F2-F5               the modes: Search, Note, Curation, Jobs",
+    lines += ["  1-5, F2-F6               the modes: Search, Note, Curation, Jobs, Knowledge",
               "  ctrl+p                   command palette (every action by name)",
               "  tab, shift+tab           next / previous field", "", "Esc closes this list."]
     return "\n".join(lines)

@@ -5,6 +5,8 @@ found together, suggestions) with provenance, confidence, weight and evidence.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import os
 import shlex
 import subprocess
@@ -18,11 +20,14 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Markdown, Static, Tree
 
-from mindtui.service import JobLockedError, NeighboursView, NoteView
+from mindtui.tui.lazy import service_api
 from mindtui.tui.note_markdown import href_target, readable, wikilinks
 from mindtui.tui.picker import Choice, PickerScreen
 from mindtui.tui.status import StatusBar
 from mindtui.tui.worker_errors import ReportsWorkerErrors
+
+if TYPE_CHECKING:
+    from mindtui.service import NeighboursView, NoteView
 
 GROUP_LABELS = {"links_out": "links", "backlinks": "backlinks", "relations": "relations",
                 "type_defaults": "type defaults", "change": "edited together", "search": "found together",
@@ -66,9 +71,9 @@ class NoteScreen(ReportsWorkerErrors, Screen):
             self.name, self.remember = name, remember
 
     class Loaded(Message):
-        def __init__(self, note: NoteView, neighbours: NeighboursView, remember: bool) -> None:
+        def __init__(self, note: NoteView, neighbours: NeighboursView, items: list, remember: bool) -> None:
             super().__init__()
-            self.note, self.neighbours, self.remember = note, neighbours, remember
+            self.note, self.neighbours, self.items, self.remember = note, neighbours, items, remember
 
     class EditFile(Message):
         def __init__(self, path: Path) -> None:
@@ -79,6 +84,7 @@ class NoteScreen(ReportsWorkerErrors, Screen):
         super().__init__()
         self.note: NoteView | None = None
         self.neighbours: NeighboursView | None = None
+        self.items: list = []  # knowledge items about this note or taken from it
         self.chunk_index: int | None = None  # None: the whole note
         self.back_stack: list[str] = []
         self.forward_stack: list[str] = []
@@ -113,14 +119,15 @@ class NoteScreen(ReportsWorkerErrors, Screen):
     def load(self, name: str, remember: bool = True) -> None:
         note = self.app.service.note(name, with_chunks=True)
         neighbours = self.app.service.neighbours(note.note_id)
-        self.post_message(self.Loaded(note, neighbours, remember))
+        items = self.app.service.knowledge_for_note(note.note_id)
+        self.post_message(self.Loaded(note, neighbours, items, remember))
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
         if message.remember and self.note is not None and self.note.note_id != message.note.note_id:
             self.back_stack.append(self.note.note_id)
             self.forward_stack.clear()
-        self.note, self.neighbours = message.note, message.neighbours
+        self.note, self.neighbours, self.items = message.note, message.neighbours, message.items
         self.app.pending_note = message.note.note_id
         self.chunk_index = None
         self._render_text()
@@ -155,6 +162,11 @@ class NoteScreen(ReportsWorkerErrors, Screen):
         tree = self.query_one("#neighbours", Tree)
         tree.clear()
         groups = self.neighbours.groups if self.neighbours else {}
+        if self.items:
+            branch = tree.root.add(f"knowledge ({len(self.items)})", expand=True, data=None)
+            for item in self.items:
+                mark = {"confirmed": "✓", "draft": "·", "superseded": "×"}.get(item.status, "?")
+                branch.add_leaf(f"{mark} {item.type}: {item.title}", data=("knowledge", item))
         for group, entries in groups.items():
             if not entries:
                 continue
@@ -162,19 +174,26 @@ class NoteScreen(ReportsWorkerErrors, Screen):
                                    data=None)
             for entry in entries:
                 branch.add_leaf(entry_label(entry), data=(group, entry))
-        if not any(groups.values()):
+        if not any(groups.values()) and not self.items:
             tree.root.add_leaf("nothing belongs with this note yet")
         self.query_one("#neighbour-detail", Static).update("")
 
     @on(Tree.NodeHighlighted, "#neighbours")
     def _neighbour_highlighted(self, event: Tree.NodeHighlighted) -> None:
         data = event.node.data
-        self.query_one("#neighbour-detail", Static).update(entry_detail(*data) if data else "")
+        if data and data[0] == "knowledge":
+            item = data[1]
+            text = f"{item.type} · {item.status}\n{item.title}" + (f"\n“{item.quote}”" if item.quote else "")
+        else:
+            text = entry_detail(*data) if data else ""
+        self.query_one("#neighbour-detail", Static).update(text)
 
     @on(Tree.NodeSelected, "#neighbours")
     def _neighbour_selected(self, event: Tree.NodeSelected) -> None:
         data = event.node.data
-        if data and data[1].note_id:
+        if data and data[0] == "knowledge":
+            self.app.open_item(data[1].item_id)
+        elif data and data[1].note_id:
             self.post_message(self.Open(data[1].note_id))
         elif data:
             self.notify(f"{data[1].path} is not in the index", severity="warning")
@@ -257,7 +276,7 @@ class NoteScreen(ReportsWorkerErrors, Screen):
     def reimport(self, note_id: str | None) -> None:
         try:
             result = self.app.service.run_job("index", steps=["import"])
-        except JobLockedError:
+        except service_api().JobLockedError:
             self.app.call_from_thread(self.notify, "a job is running: it picks up your change", severity="warning")
             return
         if not result.ok:

@@ -11,11 +11,11 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from mindtui.service import SearchOptions
+from mindtui.tui.lazy import service_api
 from mindtui.tui.worker_errors import ReportsWorkerErrors
 
 
@@ -84,7 +84,8 @@ class NoteSearchPicker(ReportsWorkerErrors, ModalScreen[str | None]):
     def find(self, query: str) -> None:
         results = []
         if query.strip():
-            results = self.app.service.search(query, SearchOptions(mode="fts", limit=20, log=False)).results
+            options = service_api().SearchOptions(mode="fts", limit=20, log=False)
+            results = self.app.service.search(query, options).results
         if not get_current_worker().is_cancelled:
             self.post_message(self.Found(query, results))
 
@@ -111,6 +112,33 @@ class NoteSearchPicker(ReportsWorkerErrors, ModalScreen[str | None]):
 
     def action_focus_list(self) -> None:
         self.query_one("#picker-list", OptionList).focus()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class TextPrompt(ModalScreen[str | None]):
+    """A few lines of text (an answer, a quote, a new statement): ctrl+o takes it, Esc cancels."""
+
+    CSS_PATH = "picker.tcss"
+    BINDINGS = [Binding("ctrl+o", "take", "Take"), Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str) -> None:
+        super().__init__()
+        self.title_text = title
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="picker"):
+            yield Static(self.title_text, id="picker-title")
+            yield TextArea(id="prompt-text")
+            yield Static("ctrl+o take it · Esc cancel", id="prompt-hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#prompt-text", TextArea).focus()
+
+    def action_take(self) -> None:
+        text = self.query_one("#prompt-text", TextArea).text.strip()
+        self.dismiss(text or None)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

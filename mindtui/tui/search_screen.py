@@ -9,6 +9,8 @@ belongs to, so a late answer to an old query is dropped. Opening a result logs t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -21,13 +23,17 @@ from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from mindtui.service import SearchOptions, SearchResponse, SearchResult
+from mindtui.tui.lazy import service_api
 from mindtui.tui.status import StatusBar
 from mindtui.tui.worker_errors import ReportsWorkerErrors
 
+if TYPE_CHECKING:
+    from mindtui.service import SearchResponse, SearchResult
+
 DEBOUNCE_S = 0.15
 RESULT_LIMIT = 20
-FILTERS = (("type", "note type, e.g. concept"), ("tag", "tag, e.g. pkm"), ("path", "path prefix, e.g. Projekte/"))
+FILTERS = (("type", "type, e.g. concept"), ("tag", "tag, e.g. pkm"), ("path", "path prefix"),
+           ("kind", "notes or knowledge"))
 
 
 def result_prompt(result: SearchResult, width: int) -> Text:
@@ -35,7 +41,11 @@ def result_prompt(result: SearchResult, width: int) -> Text:
     type, the path, the snippet with the query's words highlighted (bold underline: visible with
     NO_COLOR and in 256 colours alike)."""
     room = max(20, width - 3)
-    head = Text(result.title[:room], style="bold")
+    head = Text()
+    if result.kind == "knowledge":  # a knowledge item, not a note: marked so
+        head.append("◆ ", style="bold")
+        room -= 2
+    head.append(result.title[:room], style="bold")
     if result.note_type and len(result.title) + len(result.note_type) + 2 <= room:
         head.append(f"  {result.note_type}", style="italic")
     snippet = result.snippet[:room]
@@ -43,7 +53,8 @@ def result_prompt(result: SearchResult, width: int) -> Text:
     for start, end in result.highlights:
         if start < len(line):
             line.stylize("bold underline", start, min(end, len(line)))
-    text = Text("\n", no_wrap=True, overflow="ellipsis").join([head, Text(result.path[:room], style="dim"), line])
+    where = result.path if result.kind != "knowledge" else f"knowledge item #{result.item_id}  {result.path}"
+    text = Text("\n", no_wrap=True, overflow="ellipsis").join([head, Text(where[:room], style="dim"), line])
     text.no_wrap, text.overflow = True, "ellipsis"
     return text
 
@@ -120,10 +131,14 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         self.query_one("#query", Input).focus()
 
     # -- what the user typed -------------------------------------------------------------
-    def _options(self, mode: str) -> SearchOptions:
+    def _options(self, mode: str):
+        SearchOptions = service_api().SearchOptions
         values = {name: self.query_one(f"#filter-{name}", Input).value.strip() or None for name, _ in FILTERS}
+        kind = values["kind"].lower() if values["kind"] else None
+        if kind not in (None, "notes", "knowledge"):
+            kind = "knowledge" if "knowledge".startswith(kind) else "notes" if "notes".startswith(kind) else None
         return SearchOptions(mode=mode, limit=RESULT_LIMIT, note_type=values["type"], tag=values["tag"],
-                             path=values["path"], log=False, wait_for_model=False)
+                             path=values["path"], kind=kind, log=False, wait_for_model=False)
 
     @on(Input.Changed)
     def _query_changed(self, event: Input.Changed) -> None:
@@ -204,7 +219,7 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         option_list = self.query_one("#results", OptionList)
         highlighted = option_list.highlighted
         width = self._list_width()
-        option_list.set_options([Option(result_prompt(r, width), id=r.note_id) for r in self.results])
+        option_list.set_options([Option(result_prompt(r, width), id=r.log_key) for r in self.results])
         if self.results:
             option_list.highlighted = min(highlighted or 0, len(self.results) - 1)
 
@@ -272,8 +287,11 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         result = self.selected() or (self.results[0] if self.results else None)
         if result is None:
             return
-        self.record(self.query_text, [r.note_id for r in self.results])
-        self.app.open_note(result.note_id)
+        self.record(self.query_text, [r.log_key for r in self.results])
+        if result.kind == "knowledge":
+            self.app.open_item(result.item_id)
+        else:
+            self.app.open_note(result.note_id)
 
     def palette_commands(self):
         return [("Search: toggle filters", "filter by type, tag and path (ctrl+f)", self.action_toggle_filters),

@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from textual.widgets import Static
 
-from mindtui.service import Service
+if TYPE_CHECKING:
+    from mindtui.service import Service
 
 
 @dataclass
@@ -23,7 +26,7 @@ class StatusInfo:
     error: str = ""
 
     @classmethod
-    def read(cls, service: Service) -> "StatusInfo":
+    def read(cls, service: "Service") -> "StatusInfo":
         """Runs in a worker thread. A database that cannot be read is a status, not a crash."""
         info = cls(db=Path(service.db_path).name)
         summary = service.summary()

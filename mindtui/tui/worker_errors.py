@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from textual.worker import Worker, WorkerState
 
-from mindtui.service import MindtuiError
+from mindtui.errors import MindtuiError
 
 
 def error_text(error: BaseException | None) -> str:

@@ -1,0 +1,1 @@
+"""Knowledge items: the proposal format, the one writer, callouts, consolidation, gaps and their cards."""

@@ -1,0 +1,111 @@
+"""`mindtui mcp`: the Model Context Protocol over stdio (the official `mcp` SDK, low-level server).
+
+One service for the audience `agent` serves every call: private notes and notes with
+`ai_processing: none` never come out (the service's rule), a hidden note asked for by name is
+"not found". The embedding model starts loading in the background at start; searches do not wait
+for it (full-text answers with a notice meanwhile). Each call runs in a worker thread, so a slow
+call never blocks the protocol. A failing call is an error result (`isError`) with a message
+the agent can act on, and the server keeps serving. Read-only unless `--allow-proposals`.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+
+from mindtui import __version__
+from mindtui.config import Settings
+from mindtui.mcp.tools import TOOLS, ToolInputError, ToolSpec
+from mindtui.service import (
+    Audience, DatabaseError, InputError, MindtuiError, NoteNotFound, NotAllowed, Service,
+)
+from mindtui.service.context import dumps
+
+INSTRUCTIONS = ("mindtui answers from the owner's markdown vault (notes, their links and relations, curated "
+                "knowledge). Start with `search` or `context_pack`; open a note with `get_note`, see what belongs "
+                "with it with `neighbors`. Private notes are never shown; a note you cannot see is 'not found'.")
+
+
+def offered_tools(allow_proposals: bool) -> dict[str, ToolSpec]:
+    """The tools this server offers: the writing one only with --allow-proposals."""
+    return {spec.name: spec for spec in TOOLS if allow_proposals or not spec.writes}
+
+
+def error_result(kind: str, message: str) -> types.CallToolResult:
+    payload = {"error": kind, "message": message}
+    return types.CallToolResult(content=[types.TextContent(text=dumps(payload))], structured_content=payload,
+                                is_error=True)
+
+
+def client_name(ctx) -> str:
+    """The MCP client's name from its handshake (`agent:<name>` is the proposals' source)."""
+    params = ctx.session.client_params  # the handshake era
+    name = params.client_info.name if params is not None and params.client_info is not None else None
+    if not name and isinstance(ctx.meta, dict):  # the per-request era (2026-07-28): each request names its client
+        info = ctx.meta.get(types.CLIENT_INFO_META_KEY)
+        name = info.get("name") if isinstance(info, dict) else getattr(info, "name", None)
+    cleaned = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in (name or "").strip())[:64]
+    return cleaned or "unknown"
+
+
+def call(service: Service, tools: dict[str, ToolSpec], name: str, arguments: dict | None,
+         client: str) -> types.CallToolResult:
+    """One tool call, in a worker thread: the result as compact JSON, or an error result."""
+    spec = tools.get(name)
+    if spec is None:
+        hint = (" (the server runs read-only: start it with --allow-proposals)"
+                if any(t.name == name and t.writes for t in TOOLS) else "")
+        return error_result("unknown_tool", f"no tool {name!r}{hint}; tools: {', '.join(tools)}")
+    try:
+        result = spec.run(service, spec.check(arguments), client)
+    except NoteNotFound as exc:
+        return error_result("not_found", str(exc))
+    except (ToolInputError, InputError) as exc:
+        return error_result("bad_arguments", str(exc))
+    except NotAllowed as exc:
+        return error_result("not_allowed", str(exc))
+    except MindtuiError as exc:
+        return error_result("failed", str(exc))
+    except Exception:  # a bug: report it, keep serving
+        print(f"mindtui mcp: {name} failed\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+        return error_result("internal_error", f"{name} failed inside mindtui (see the server's log)")
+    return types.CallToolResult(content=[types.TextContent(text=dumps(result))], structured_content=result)
+
+
+def build_server(service: Service, allow_proposals: bool = False) -> Server:
+    tools = offered_tools(allow_proposals)
+    listing = [types.Tool(name=spec.name, description=spec.description, input_schema=spec.schema,
+                          annotations=types.ToolAnnotations(read_only_hint=not spec.writes, open_world_hint=False))
+               for spec in tools.values()]
+
+    async def list_tools(ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listing)
+
+    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        client = client_name(ctx)
+        return await anyio.to_thread.run_sync(call, service, tools, params.name, params.arguments, client)
+
+    return Server("mindtui", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
+                  on_call_tool=call_tool)
+
+
+def serve(settings: Settings, allow_proposals: bool = False) -> int:
+    """Serve MCP on stdin/stdout until the client closes the connection."""
+    if not settings.db_path.exists():
+        raise DatabaseError(f"{settings.db_path}: no database here (create it with `mindtui index VAULT --db ...`)")
+    with Service(settings, audience=Audience.AGENT) as service:
+        service.vault_root()  # opens (and checks) the database now rather than on the first call
+        service.preload_models()
+        server = build_server(service, allow_proposals)
+
+        async def main() -> None:
+            async with stdio_server() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+
+        anyio.run(main)
+    return 0

@@ -1,0 +1,229 @@
+"""Knowledge mode: the curated items by subject and type, each with its status, supersede chain,
+provenance and quote; `o` jumps to the source note, `a` adds an item, `e` edits one (the edit
+supersedes it: history stays), `h` shows superseded items too."""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from mindtui.tui.lazy import service_api
+from mindtui.tui.knowledge_form import KnowledgeForm
+from mindtui.tui.status import StatusBar
+from mindtui.tui.worker_errors import ReportsWorkerErrors
+
+LIST_LIMIT = 1000
+
+
+def subject_of(item) -> str:
+    return item.about or "(no subject)"
+
+
+def item_detail(item) -> str:
+    lines = [f"#{item.item_id}  {item.type}  ·  {item.status}" + ("" if item.is_current else "  ·  ended"),
+             "", item.title]
+    if item.body:
+        lines += ["", item.body]
+    if item.quote:
+        lines += ["", f"“{item.quote}”"]
+    lines += ["", f"about       {subject_of(item)}",
+              f"source      {item.source_type} {item.source_id}" + (f"  ({item.source_path})" if item.source_path else ""),
+              f"confidence  {item.confidence:.2f}   importance {item.importance:.2f}   {item.visibility}",
+              f"valid from  {item.valid_from}" + (f"   ended {item.ended_at}" if item.ended_at else "")]
+    if item.stale_since:
+        lines.append(f"stale since {item.stale_since}: its source text changed")
+    chain = [*reversed(item.supersedes), {"item_id": item.item_id, "status": item.status, "title": item.title},
+             *item.superseded_chain]
+    if len(chain) > 1:
+        lines += ["", "supersede chain (oldest first):"]
+        lines += [f"  {'→' if link['item_id'] == item.item_id else ' '} #{link['item_id']} {link['status']}: "
+                  f"{link['title']}" for link in chain]
+    if len(item.sources) > 1:
+        lines += ["", f"stated by {len(item.sources)} sources:"]
+        lines += [f"  {source.get('source_type', '')} {source.get('source_id', '')}" for source in item.sources]
+    lines += ["", "o source note · e edit · a add · h history"]
+    return "\n".join(lines)
+
+
+class KnowledgeScreen(ReportsWorkerErrors, Screen):
+    CSS_PATH = "knowledge_screen.tcss"
+    BINDINGS = [
+        Binding("a", "add", "Add"),
+        Binding("e", "edit", "Edit"),
+        Binding("o", "source", "Source note"),
+        Binding("h", "history", "History"),
+        Binding("slash", "filter", "Filter", show=False),
+        Binding("escape", "leave_filter", show=False),
+    ]
+
+    class Items(Message):
+        def __init__(self, items: list) -> None:
+            super().__init__()
+            self.items = items
+
+    class Detail(Message):
+        def __init__(self, item) -> None:
+            super().__init__()
+            self.item = item
+
+    class Saved(Message):
+        def __init__(self, decision) -> None:
+            super().__init__()
+            self.decision = decision
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list = []
+        self.rows: list = []  # option index -> item (None for a subject heading)
+        self.history = False
+        self.detail = None
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="/ filter by words, subject or type…", id="knowledge-filter", classes="hidden")
+        yield Static("", id="knowledge-counts")
+        with Horizontal(id="knowledge-body"):
+            yield OptionList(id="items")
+            with VerticalScroll(id="item-scroll"):
+                yield Static("no knowledge yet: add an item with a", id="item-detail")
+        yield StatusBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#items", OptionList).focus()
+        self.load()
+
+    def on_screen_resume(self) -> None:
+        self.load()
+
+    # -- loading -------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, exit_on_error=False, group="knowledge-load")
+    def load(self) -> None:
+        items = self.app.service.knowledge_list(current_only=not self.history, limit=LIST_LIMIT)
+        self.post_message(self.Items(items))
+
+    @on(Items)
+    def _items(self, message: Items) -> None:
+        self.items = message.items
+        self._render_list()
+
+    def _render_list(self) -> None:
+        words = self.query_one("#knowledge-filter", Input).value.lower().split()
+        shown = [i for i in self.items
+                 if all(w in f"{i.title} {i.body} {subject_of(i)} {i.type}".lower() for w in words)]
+        shown.sort(key=lambda i: (subject_of(i).lower(), i.type, -i.importance))
+        options, self.rows = [], []
+        subject = None
+        for item in shown:
+            if subject_of(item) != subject:
+                subject = subject_of(item)
+                options.append(Option(f"▸ {subject}", disabled=True))
+                self.rows.append(None)
+            mark = {"confirmed": "✓", "draft": "·", "superseded": "×"}.get(item.status, "?")
+            options.append(Option(f"  {mark} {item.type:<11} {item.title}", id=str(item.item_id)))
+            self.rows.append(item)
+        option_list = self.query_one("#items", OptionList)
+        option_list.set_options(options)
+        first = next((n for n, row in enumerate(self.rows) if row is not None), None)
+        wanted = self.app.pending_item
+        if wanted is not None:
+            self.app.pending_item = None
+            first = next((n for n, row in enumerate(self.rows) if row is not None and row.item_id == wanted), first)
+        if first is not None:
+            option_list.highlighted = first
+        counts: dict[str, int] = {}
+        for item in shown:
+            counts[item.status] = counts.get(item.status, 0) + 1
+        summary = "  ".join(f"{status} {n}" for status, n in sorted(counts.items()))
+        self.query_one("#knowledge-counts", Static).update(
+            f"{len(shown)} items{' (with history)' if self.history else ''}  ·  {summary or 'none'}")
+        if first is None:
+            self.detail = None
+            self.query_one("#item-detail", Static).update("no knowledge items here: a adds one")
+
+    @on(OptionList.OptionHighlighted, "#items")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        item = self.rows[event.option_index] if 0 <= event.option_index < len(self.rows) else None
+        if item is not None:
+            self.load_detail(item.item_id)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="knowledge-detail")
+    def load_detail(self, item_id: int) -> None:
+        self.post_message(self.Detail(self.app.service.knowledge_item(item_id)))
+
+    @on(Detail)
+    def _detail(self, message: Detail) -> None:
+        self.detail = message.item
+        self.query_one("#item-detail", Static).update(item_detail(message.item))
+
+    # -- keys ----------------------------------------------------------------------------
+    def action_filter(self) -> None:
+        field = self.query_one("#knowledge-filter", Input)
+        field.remove_class("hidden")
+        field.focus()
+
+    def action_leave_filter(self) -> None:
+        field = self.query_one("#knowledge-filter", Input)
+        if field.has_focus:
+            self.query_one("#items", OptionList).focus()
+        elif field.value:
+            field.value = ""
+        else:
+            field.add_class("hidden")
+
+    @on(Input.Changed, "#knowledge-filter")
+    def _filter_changed(self) -> None:
+        self._render_list()
+
+    def action_history(self) -> None:
+        self.history = not self.history
+        self.load()
+
+    def action_source(self) -> None:
+        if self.detail is not None and self.detail.source_note_id:
+            self.app.open_note(self.detail.source_note_id)
+        elif self.detail is not None:
+            self.notify(f"this item comes from {self.detail.source_type}, not from a note")
+
+    def action_add(self) -> None:
+        self.app.push_screen(KnowledgeForm(None), self._form_done)
+
+    def action_edit(self) -> None:
+        if self.detail is None:
+            return
+        if not self.detail.is_current:
+            self.notify("this item has ended; edit the current one in its chain", severity="warning")
+            return
+        self.app.push_screen(KnowledgeForm(self.detail), self._form_done)
+
+    def _form_done(self, result: dict | None) -> None:
+        if result:
+            self.save(result)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="knowledge-save")
+    def save(self, result: dict) -> None:
+        fields = dict(result["fields"])
+        if result["item_id"] is None:
+            decision = self.app.service.knowledge_submit({"schema": service_api().KNOWLEDGE_SCHEMA, **fields}, source="owner")
+        else:
+            decision = self.app.service.knowledge_edit(result["item_id"], **fields)
+        self.post_message(self.Saved(decision))
+
+    @on(Saved)
+    def _saved(self, message: Saved) -> None:
+        decision = message.decision
+        self.notify(f"{decision.decision}: {decision.reason}",
+                    severity="information" if decision.decision in ("add", "supersede", "update") else "warning")
+        self.load()
+        self.app.refresh_status()
+
+    def palette_commands(self):
+        return [("Knowledge: add an item", "a new item with you as its source (a)", self.action_add),
+                ("Knowledge: edit the item", "supersede it with an edited one (e)", self.action_edit),
+                ("Knowledge: source note", "open the note the item comes from (o)", self.action_source),
+                ("Knowledge: history", "show superseded items too (h)", self.action_history)]
