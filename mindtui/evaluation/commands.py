@@ -110,6 +110,8 @@ def eval_links(settings: Settings, vault: Path, *, systems: list[str] | None, sa
     if not queries:
         raise EvalInputError(f"{vault}: no note links to another indexed note; nothing to test")
     # Graph expansion is left out by default: it would reward a note's own links, which is what the test hides.
+    # So is anchor text: a linked note's anchor row holds the very lines of the query note that link to it.
+    settings = settings.with_values({"search": {"anchor_text": False}}, "eval links")
     result = _run(settings, db_path, systems or default_systems(settings, with_graph=False), queries, qrels,
                   LINKED_METRICS, 10, progress, exclude=exclude, holder=holder)
     return {"kind": "links", "vault": str(vault), "queries": len(queries), "search": _search_settings(settings),

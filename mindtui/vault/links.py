@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from mindtui.text import analysis
 from mindtui.vault.types import relation_name
 
 LINKS_TO = "links_to"
@@ -182,3 +183,21 @@ def frontmatter_references(metadata: dict, fm_lines: list[str], relation_for) ->
                     evidence=f"{key}: {text}"[:EVIDENCE_CHARS],
                 ))
     return refs
+
+
+def anchor_text(lines: list[str], lang: str) -> str:
+    """The indexed form of the lines that link to a note (store.anchors): each wikilink read as
+    the words a reader sees ([[Target|label]] -> label, [[Folder/Note#Part]] -> Note Part),
+    duplicate lines once, stemmed in the target note's language."""
+    seen: dict[str, None] = {}
+    for line in lines:
+        seen.setdefault(WIKILINK.sub(_shown_words, line), None)
+    return analysis.analyze(" ".join(seen), lang)
+
+
+def _shown_words(match: re.Match[str]) -> str:
+    inner = match.group(2).replace("\\|", "|")
+    target, _, label = inner.partition("|")
+    if label.strip():
+        return label
+    return " ".join(part.rpartition("/")[2] for part in target.split("#"))
