@@ -87,6 +87,8 @@ def main() -> int:
     timings: dict[str, list[float]] = {}
 
     def timed(search) -> list[float]:
+        if embedder is not None:
+            embedder.forget_queries()  # each mode pays for its query embeddings
         samples = []
         for query in queries:
             started = time.perf_counter()
@@ -107,6 +109,8 @@ def main() -> int:
     baseline: dict[str, list[float]] = {"raw FTS5 query": []}
     if embedder is not None:
         baseline["bare query embedding"] = []
+    if embedder is not None:
+        embedder.forget_queries()
     for query in queries:
         expression = fts_expression(query)
         started = time.perf_counter()

@@ -29,7 +29,7 @@ from mindtui.service import KNOWLEDGE_SCHEMA, KNOWLEDGE_STATUSES, KNOWLEDGE_TYPE
 from mindtui.service import (
     EVAL_KINDS, NEIGHBOUR_GROUPS, SEARCH_MODES, Audience, CancelToken, ConfigError, DatabaseError, InputError,
     JobLockedError, MindtuiError, NoteNotFound, NotAllowed, OperationFailed, SearchOptions, Service,
-    format_eval_report, format_graph_stats,
+    compare_eval_reports, format_eval_report, format_graph_stats,
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LOCKED, EXIT_DATABASE, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
@@ -151,9 +151,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "                      Recall@10, overall and per category\n"
                     "  links VAULT         the linked-pair test: each linking note's first 200 words as\n"
                     "                      query; hit@10 = a linked note in the top 10 (own note excluded)\n"
-                    "Systems: fts, vector, hybrid, hybrid+graph, hybrid+rerank (with a reranker).")
-    evaluate.add_argument("kind", choices=EVAL_KINDS, help="what SOURCE is")
-    evaluate.add_argument("source", metavar="SOURCE", type=Path, help="BEIR directory, golden JSON or vault")
+                    "Systems: fts, vector, hybrid, hybrid+graph, hybrid+rerank (with a reranker).\n"
+                    "  --compare A.json B.json  two saved `eval --json` reports: metrics and categories\n"
+                    "                      side by side, then every query whose score moved")
+    evaluate.add_argument("kind", nargs="?", choices=EVAL_KINDS, help="what SOURCE is")
+    evaluate.add_argument("source", nargs="?", metavar="SOURCE", type=Path, help="BEIR directory, golden JSON or vault")
+    evaluate.add_argument("--compare", nargs=2, type=Path, metavar=("A.json", "B.json"),
+                          help="compare two saved reports (made with --json) query by query; runs nothing")
     evaluate.add_argument("--vault", dest="eval_vault", type=Path, help="the vault a golden set belongs to")
     evaluate.add_argument("--systems", help="comma-separated systems to compare (default: all that apply)")
     evaluate.add_argument("--max-queries", type=int, help="BEIR: only the first N judged queries")
@@ -349,6 +353,11 @@ def _note(args, service: Service) -> int:
 
 
 def _eval(args, service: Service) -> int:
+    if args.compare:
+        print(compare_eval_reports(*args.compare))
+        return EXIT_OK
+    if args.kind is None or args.source is None:
+        raise InputError("eval needs what to measure (beir DIR, golden FILE --vault V, links VAULT) or --compare A B")
     if args.overrides:
         settings = service.settings.with_values(parse_overrides(args.overrides), "--set")
         with Service(settings, audience=service.audience, models=service.models) as tried:

@@ -83,6 +83,7 @@ class SearchSettings:
     rrf_k: float = setting(above=0.0)
     rrf_weights: RrfWeights = setting()
     convex_alpha: float = setting(low=0.0, high=1.0)
+    anchor_text: bool = setting()
     graph_expansion: bool = setting()
     graph_expansion_top: int = setting(low=0)
     graph_expansion_factor: float = setting(low=0.0)

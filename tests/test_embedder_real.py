@@ -193,3 +193,24 @@ def test_embed_command_is_incremental_and_resumable(real_model, vault, db_path):
                            capture_output=True, text=True, timeout=120, env=env)
     assert again.returncode == 0, again.stderr
     assert (json.loads(again.stdout)["embedded"], json.loads(again.stdout)["skipped"]) == (0, 48)
+
+
+def test_a_repeated_query_is_embedded_once(monkeypatch, tmp_path):
+    """Recent query vectors are kept (eval runs each query under several systems; the TUI repeats
+    a search); forget_queries drops them. No model is loaded: _embed is counted."""
+    from mindtui.models import embedder as module
+
+    calls = []
+    embedder = Embedder(tmp_path / "unused.gguf", "fake", n_threads=1)
+    monkeypatch.setattr(embedder, "_embed", lambda texts: calls.append(list(texts)) or np.ones((len(texts), 4)))
+    monkeypatch.setattr(module, "QUERY_CACHE", 2)
+    first = embedder.embed_query("a")
+    assert embedder.embed_query("a") is first and calls == [["query: a"]]
+    assert not first.flags.writeable  # one array serves every caller: nobody may change it
+    embedder.embed_query("b")
+    embedder.embed_query("c")  # over the cap: "a", the least recently used, is dropped
+    embedder.embed_query("a")
+    assert len(calls) == 4
+    embedder.forget_queries()
+    embedder.embed_query("c")
+    assert len(calls) == 5

@@ -133,12 +133,12 @@ def test_eval_beir_end_to_end(capsys, tmp_path, real_model):
 
 
 def test_eval_golden_meets_the_measured_bar(capsys, tmp_path, real_model, embedded_sample_db):
-    """Measured on the sample vault: hybrid nDCG@10 0.836, Hit@5 0.93, R@10 0.95; fts 0.80, vector 0.81;
-    with graph expansion 0.846."""
+    """Measured on the sample vault: hybrid nDCG@10 0.859, Hit@5 0.97, R@10 0.98, with graph expansion
+    0.874 (before anchor text: 0.836, 0.93, 0.95, 0.846; fts 0.80, vector 0.81)."""
     db = scratch_copy(embedded_sample_db, tmp_path)
     report = run_eval(capsys, "golden", str(GOLDEN), "--vault", str(SAMPLE_VAULT), "--scratch-db", str(db))
     hybrid, fts, vector = (report["systems"][name] for name in ("hybrid", "fts", "vector"))
-    assert hybrid["ndcg@10"] >= 0.78 and hybrid["hit@5"] >= 0.86 and hybrid["recall@10"] >= 0.9
+    assert hybrid["ndcg@10"] >= 0.82 and hybrid["hit@5"] >= 0.9 and hybrid["recall@10"] >= 0.95
     assert hybrid["ndcg@10"] > max(fts["ndcg@10"], vector["ndcg@10"])  # fusion beats either list alone
     assert report["systems"]["hybrid+graph"]["ndcg@10"] >= hybrid["ndcg@10"] - 0.01
     assert report["categories"]["title"]["hybrid"]["hit@1"] == 1.0  # exact titles and aliases go first

@@ -187,7 +187,9 @@ def test_vaultmap_links_to_excluded_notes_are_out_of_corpus_not_edges(linked_db)
 
 
 def test_search_pairs_confirmed_at_the_configured_weight_and_pruned(linked_db, vault, db_path):
-    engine = SearchEngine(linked_db, load_settings())
+    # Words only from each note's own text: with anchor text "Siehe" would also find Projekt.md
+    # (Konzept.md links it with "Siehe [[Projekt]]").
+    engine = SearchEngine(linked_db, load_settings().with_values({"search": {"anchor_text": False}}))
     for _ in range(2):
         engine.search("Wendet Siehe", SearchOptions(mode="fts", expand=False))  # Projekt.md and Konzept.md
     engine.search("Siehe verlinkt", SearchOptions(mode="fts", expand=False))  # Konzept.md and Verwandt.md

@@ -17,7 +17,9 @@ from conftest import imported, run_import
 
 @pytest.fixture
 def linked_vault(vault, db_path):
-    vault.write("Kochen/Kuchen.md", "Der Kuchen braucht Mehl, Zucker und 40 Minuten im Ofen. [[Ofen]]\n")
+    # The link stands on its own line: the line a link sits in is the target's anchor text, and
+    # "Mehl Zucker" must reach Ofen.md only through the graph.
+    vault.write("Kochen/Kuchen.md", "Der Kuchen braucht Mehl, Zucker und 40 Minuten im Ofen.\n\nSiehe [[Ofen]].\n")
     vault.write("Kochen/Ofen.md", "Umluft oder Ober- und Unterhitze.\n")
     vault.write("Kochen/Brot.md", "Brot backt man lange bei hoher Hitze.\n")
     for n in range(4):

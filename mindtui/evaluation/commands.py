@@ -54,13 +54,18 @@ def eval_beir(settings: Settings, directory: Path, *, systems: list[str] | None,
             "search": _search_settings(settings), **result}
 
 
-def load_golden(path: Path) -> list[dict]:
+def read_json(path: Path):
+    """A JSON file's content; an unreadable or malformed file is an EvalInputError naming it."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise EvalInputError(f"{path}: cannot read ({exc})") from exc
     except json.JSONDecodeError as exc:
         raise EvalInputError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from exc
+
+
+def load_golden(path: Path) -> list[dict]:
+    data = read_json(path)
     if not isinstance(data, list):
         raise EvalInputError(f"{path}: expected a JSON list of queries")
     seen: set[str] = set()
@@ -105,6 +110,8 @@ def eval_links(settings: Settings, vault: Path, *, systems: list[str] | None, sa
     if not queries:
         raise EvalInputError(f"{vault}: no note links to another indexed note; nothing to test")
     # Graph expansion is left out by default: it would reward a note's own links, which is what the test hides.
+    # So is anchor text: a linked note's anchor row holds the very lines of the query note that link to it.
+    settings = settings.with_values({"search": {"anchor_text": False}}, "eval links")
     result = _run(settings, db_path, systems or default_systems(settings, with_graph=False), queries, qrels,
                   LINKED_METRICS, 10, progress, exclude=exclude, holder=holder)
     return {"kind": "links", "vault": str(vault), "queries": len(queries), "search": _search_settings(settings),
@@ -179,3 +186,48 @@ def _table(label: str, rows: dict[str, dict[str, float]], metrics: list[str]) ->
     for name, values in rows.items():
         out.append(f"{name.ljust(width)}  " + "  ".join(f"{values.get(m, 0.0):>10.4f}" for m in metrics))
     return "\n".join(out)
+
+
+def format_comparison(before: dict, after: dict, *, names: tuple[str, str] = ("A", "B")) -> str:
+    """Two `eval --json` reports side by side: each system's metrics and categories (A → B, change),
+    then every query whose score moved, worst loss first, with the rank of its first relevant note."""
+    lines = [f"compare {names[0]} → {names[1]}: {before.get('kind')} {before.get('source') or before.get('vault')}"]
+    if (before.get("kind"), before.get("source")) != (after.get("kind"), after.get("source")):
+        lines.append(f"  (B is {after.get('kind')} {after.get('source') or after.get('vault')})")
+    shared = [s for s in before.get("systems", {}) if s in after.get("systems", {})]
+    for system in shared:
+        lines.append(f"\nsystem {system}")
+        rows = {"all": (before["systems"][system], after["systems"][system])}
+        for category, per_system in before.get("categories", {}).items():
+            if system in per_system and system in after.get("categories", {}).get(category, {}):
+                rows[category] = (per_system[system], after["categories"][category][system])
+        metrics = list(before["systems"][system])
+        width = max(len(label) for label in rows)
+        lines.append(" " * width + "  " + "  ".join(f"{m:>22}" for m in metrics))
+        for label, (a, b) in rows.items():
+            cells = [f"{a.get(m, 0.0):.3f}→{b.get(m, 0.0):.3f} ({b.get(m, 0.0) - a.get(m, 0.0):+.3f})"
+                     for m in metrics]
+            lines.append(label.ljust(width) + "  " + "  ".join(f"{c:>22}" for c in cells))
+        lines.extend(_query_changes(before.get("per_query", {}).get(system, {}),
+                                    after.get("per_query", {}).get(system, {})))
+    if not shared:
+        lines.append("no system in common")
+    return "\n".join(lines)
+
+
+def _query_changes(before: dict, after: dict) -> list[str]:
+    if not before or not after:
+        return ["  (no per-query rows in one of the reports: made before they were recorded)"]
+    metric = next(k for k in next(iter(before.values())) if k not in ("query", "rank", "top", "category"))
+    moved = [(after[q][metric] - row[metric], q) for q, row in before.items()
+             if q in after and abs(after[q][metric] - row[metric]) > 1e-9]
+    if not moved:
+        return ["  no query changed"]
+    out = [f"  {len(moved)} queries changed ({sum(d > 0 for d, _ in moved)} up, {sum(d < 0 for d, _ in moved)} down);"
+           f" {metric}, rank of the first relevant note (0 = not in the list), top result:"]
+    for delta, q in sorted(moved):
+        a, b = before[q], after[q]
+        category = f" [{a['category']}]" if a.get("category") else ""
+        out.append(f"  {delta:+.3f} {q}{category} {a[metric]:.3f}→{b[metric]:.3f} rank {a['rank']}→{b['rank']}"
+                   f"  {a.get('query', '')!r}  top: {(a['top'] or ['-'])[0]} → {(b['top'] or ['-'])[0]}")
+    return out

@@ -37,6 +37,12 @@ def mrr_at(ranked: Sequence[str], judgments: Mapping[str, float], k: int | None 
     return 0.0
 
 
+def first_relevant_rank(ranked: Sequence[str], judgments: Mapping[str, float]) -> int:
+    """1-based rank of the first fully relevant id; 0 when none is in the list."""
+    relevant = _relevant(judgments)
+    return next((position for position, doc in enumerate(ranked, start=1) if doc in relevant), 0)
+
+
 def hit_at(ranked: Sequence[str], judgments: Mapping[str, float], k: int) -> float:
     return 1.0 if _relevant(judgments) & set(ranked[:k]) else 0.0
 

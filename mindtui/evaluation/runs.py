@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from mindtui.evaluation.metrics import score_runs
+from mindtui.evaluation.metrics import METRICS, first_relevant_rank, score_runs
 from mindtui.search.engine import SearchEngine, SearchOptions
 from mindtui.vault.markdown import split_frontmatter
 
@@ -49,18 +49,32 @@ def evaluate(engine: SearchEngine, systems: Iterable[str], queries: Mapping[str,
              qrels: Mapping[str, Mapping[str, float]], metrics: list[str], limit: int,
              exclude: Mapping[str, str] | None = None, progress: QueryProgress | None = None,
              categories: Mapping[str, str] | None = None) -> dict:
-    """{"systems": {name: {metric: value}}, "categories": {category: {name: {...}}}, "notices": [...]}."""
-    result: dict = {"systems": {}, "categories": {}, "notices": []}
+    """{"systems": {name: {metric: value}}, "categories": {category: {name: {...}}},
+    "per_query": {name: {query id: row}}, "notices": [...]}. A per-query row holds the first
+    metric's value, the rank of the first relevant result (0: none in the list) and the top 3 paths:
+    what `mindtui eval --compare` lines up between two runs."""
+    result: dict = {"systems": {}, "categories": {}, "per_query": {}, "notices": []}
     notices: set[str] = set()
     for name in systems:
         run = run_system(engine, name, queries, limit, exclude, progress)
         notices.update(f"{name}: {n}" for n in run.notices)
         result["systems"][name] = score_runs(run.rankings, qrels, metrics)
+        result["per_query"][name] = {q: _query_row(run.rankings.get(q, []), qrels[q], metrics[0], queries.get(q, ""),
+                                                   (categories or {}).get(q)) for q in qrels}
         for category in sorted(set((categories or {}).values())):
             subset = {q: j for q, j in qrels.items() if categories[q] == category}
             result["categories"].setdefault(category, {})[name] = score_runs(run.rankings, subset, metrics)
     result["notices"] = sorted(notices)
     return result
+
+
+def _query_row(ranked: list[str], judgments: Mapping[str, float], metric: str, text: str,
+               category: str | None) -> dict:
+    row = {"query": text[:120], metric: round(METRICS[metric](ranked, judgments), 4),
+           "rank": first_relevant_rank(ranked, judgments), "top": ranked[:3]}
+    if category is not None:
+        row["category"] = category
+    return row
 
 
 # -- the linked-pair test -------------------------------------------------------------------------

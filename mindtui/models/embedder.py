@@ -10,6 +10,7 @@ context is never used by two threads at once nor freed under a running call. Aft
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Sequence
 
@@ -20,6 +21,7 @@ from mindtui.models.files import load_llama
 
 QUERY_PREFIX = "query: "
 PASSAGE_PREFIX = "passage: "
+QUERY_CACHE = 256  # recent query vectors kept: a search repeated (eval's systems, a TUI refresh) embeds once
 
 
 class Embedder:
@@ -30,6 +32,7 @@ class Embedder:
         self._llm = None
         self._closed = False
         self._lock = threading.Lock()
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def _model(self):
         """The loaded model; call with the lock held."""
@@ -68,7 +71,23 @@ class Embedder:
         return self._embed([PASSAGE_PREFIX + t for t in texts]) if texts else np.zeros((0, 0), np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._embed([QUERY_PREFIX + text])[0]
+        with self._lock:
+            cached = self._queries.get(text)
+            if cached is not None:
+                self._queries.move_to_end(text)
+                return cached
+        vector = self._embed([QUERY_PREFIX + text])[0]
+        vector.setflags(write=False)  # shared by every caller of the same query
+        with self._lock:
+            self._queries[text] = vector
+            while len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return vector
+
+    def forget_queries(self) -> None:
+        """Drop the cached query vectors (a latency benchmark measures the embedding too)."""
+        with self._lock:
+            self._queries.clear()
 
     def count_tokens(self, text: str) -> int:
         """Model tokens of `text` including <s> and </s>."""

@@ -168,6 +168,8 @@ class SearchEngine:
             return []
         hits = store.fts_chunks(self.conn, expression, pool * 4, options.note_type, options.tag, options.path,
                                 restricted=self.audience is not Audience.OWNER)
+        if not self.options.anchor_text:  # anchor-text rows are the chunkless full-text hits
+            hits = [h for h in hits if h.chunk_id is not None]
         return _best_per_note(hits)[:pool]
 
     def _query_vector(self, query: str, options: SearchOptions, notices: list[str]):
@@ -264,6 +266,8 @@ class SearchEngine:
             for rank, hit in enumerate(hits, start=1):
                 entry = explain.setdefault(hit.note_id, {})
                 entry[name] = {"rank": rank, SCORE_NAMES[name]: round(hit.score, 4)}
+                if name == "fts" and hit.chunk_id is None:
+                    entry[name]["matched"] = "anchor text"  # the lines other notes link to it with
                 if hit.chunk_id is not None:
                     best_chunk.setdefault(hit.note_id, hit.chunk_id)
         method = self.options.fusion

@@ -36,3 +36,14 @@ def evaluate(settings: Settings, kind: str, source: Path, *, holder, vault: Path
 
 
 format_report = commands.format_report
+
+
+def compare_reports(before: Path, after: Path) -> str:
+    """`mindtui eval --compare A.json B.json`: two saved reports, query by query."""
+    reports = []
+    for path in (before, after):
+        report = commands.read_json(path)
+        if not isinstance(report, dict) or not isinstance(report.get("systems"), dict):
+            raise EvalInputError(f"{path}: not a report of `mindtui eval --json`")
+        reports.append(report)
+    return commands.format_comparison(*reports, names=(before.name, after.name))

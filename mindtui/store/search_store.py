@@ -61,12 +61,13 @@ def fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: st
             (expression, "bm25({}, {}, {})".format(*FTS_WEIGHTS), limit)).fetchall()
         if not rows:
             return []
-        marks = ",".join("?" * len(rows))
-        owners = dict(conn.execute(f"SELECT chunk_id, note_id FROM chunks WHERE chunk_id IN ({marks})",
-                                   [r[0] for r in rows]))
-        hits = [ChunkHit(chunk_id, owners[chunk_id], score) for chunk_id, score in rows if chunk_id in owners]
+        owners = _row_owners(conn, [rowid for rowid, _ in rows])
+        # A negative rowid is a note's anchor-text row (store.anchors): a hit of the whole note.
+        hits = [ChunkHit(rowid if rowid > 0 else None, owners[rowid], score) for rowid, score in rows
+                if rowid in owners]
         if not restricted or len(hits) == len(rows) or len(rows) < limit:
             return hits
+    # With filters (or hidden rows to make up for) the ranking joins chunks: anchor rows take no part.
     where, args = _filters(note_type, tag, path_prefix)
     rows = conn.execute(
         "SELECT c.chunk_id, c.note_id, bm25(chunks_fts, ?, ?, ?) AS rank FROM chunks_fts"
@@ -75,6 +76,22 @@ def fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: st
         (*FTS_WEIGHTS, expression, *args, limit),
     )
     return [ChunkHit(*row) for row in rows]
+
+
+def _row_owners(conn: apsw.Connection, rowids: list[int]) -> dict[int, str]:
+    """Full-text rowid -> note id: chunks by chunk_id, anchor rows (negative) by -anchor_id. Both
+    read through `chunks` and `notes`, which an agent's connection filters."""
+    owners: dict[int, str] = {}
+    chunk_ids = [r for r in rowids if r > 0]
+    anchor_ids = [-r for r in rowids if r < 0]
+    if chunk_ids:
+        owners.update(conn.execute(
+            f"SELECT chunk_id, note_id FROM chunks WHERE chunk_id IN ({','.join('?' * len(chunk_ids))})", chunk_ids))
+    if anchor_ids:
+        owners.update((-anchor_id, note_id) for anchor_id, note_id in conn.execute(
+            "SELECT a.anchor_id, a.note_id FROM note_anchors a JOIN notes n ON n.note_id = a.note_id"
+            f" WHERE a.anchor_id IN ({','.join('?' * len(anchor_ids))})", anchor_ids))
+    return owners
 
 
 def chunks_for_embeddings(conn: apsw.Connection, similarities: dict[int, float], note_type: str | None = None,

@@ -29,12 +29,14 @@ import apsw
 from mindtui.config import Settings
 from mindtui.errors import MassDeleteRefused
 from mindtui.progress import NEVER_CANCELLED, CancelToken, Progress, no_progress
+from mindtui.store import anchors as anchor_store
 from mindtui.store import edges as edge_store
 from mindtui.store import notes as note_store
 from mindtui.store.batch import immediate, write_batches
 from mindtui.store.identity import move_note_data
 from mindtui.store.meta import PRIVACY_KEY, VAULT_KEY, get_meta, set_meta
 from mindtui.vault.edges import reference_edges, structure_edges
+from mindtui.vault.links import anchor_text
 from mindtui.vault.markdown import NotMarkdownError
 from mindtui.vault.note_builder import (
     ParsedFile, build_rows, import_fingerprint, parse_file, path_note_id, resolve_links, sha256_hex,
@@ -159,9 +161,12 @@ class VaultImporter:
                 self._write_note(parsed[path], ids[path], names, previous)
                 batches.item_done()
                 self.progress(done, total, path)
+        relinked_before = self.report.notes_relinked
         self._relink(names, skip={ids[p] for p in parsed})
         with immediate(self.conn):
-            self._apply_private_paths()
+            privacy_changed = self._apply_private_paths()
+            if parsed or vanished or privacy_changed or self.report.notes_relinked > relinked_before:
+                anchor_store.refresh(self.conn, anchor_text)
             set_meta(self.conn, VAULT_KEY, str(self.vault.resolve()))
 
         self._totals()
@@ -316,16 +321,17 @@ class VaultImporter:
                 batches.item_done()
                 self.report.notes_relinked += 1
 
-    def _apply_private_paths(self) -> None:
+    def _apply_private_paths(self) -> bool:
         """notes.private = the note's own flag or a folder in privacy.private_paths; recomputed
-        for every note when that setting changed since the last run."""
+        for every note when that setting changed since the last run (then True)."""
         key = "\n".join(self.private_paths)
         if get_meta(self.conn, PRIVACY_KEY) == key:
-            return
+            return False
         changes = [(want, note_id) for note_id, path, declared, private in note_store.privacy_rows(self.conn)
                    if (want := declared or excluded_by(path, self.private_paths) is not None) != private]
         note_store.set_private(self.conn, changes)
         set_meta(self.conn, PRIVACY_KEY, key)
+        return True
 
     def _totals(self) -> None:
         counts = {**note_store.corpus_counts(self.conn), **edge_store.edge_counts(self.conn)}

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from mindtui.text import analysis
 from mindtui.vault.types import relation_name
 
 LINKS_TO = "links_to"
@@ -182,3 +183,25 @@ def frontmatter_references(metadata: dict, fm_lines: list[str], relation_for) ->
                     evidence=f"{key}: {text}"[:EVIDENCE_CHARS],
                 ))
     return refs
+
+
+def anchor_text(lines: list[tuple[str, str]], lang: str) -> str:
+    """The indexed form of the lines that link to a note (store.anchors), given as (line, the
+    link's target as written): the link itself read as the words a reader sees ([[Target|label]]
+    -> label, [[Folder/Note#Part]] -> Note Part), other wikilinks of the line dropped (a line
+    that lists ten notes describes none of them by the other nine names), duplicate lines once,
+    stemmed in the target note's language."""
+    seen: dict[str, None] = {}
+    for line, target_raw in lines:
+        seen.setdefault(WIKILINK.sub(lambda match: _shown_words(match, target_raw), line), None)
+    return analysis.analyze(" ".join(seen), lang)
+
+
+def _shown_words(match: re.Match[str], target_raw: str) -> str:
+    inner = match.group(2).replace("\\|", "|")
+    target, _, label = inner.partition("|")
+    if target.strip() != target_raw.strip():
+        return " "
+    if label.strip():
+        return label
+    return " ".join(part.rpartition("/")[2] for part in target.split("#"))

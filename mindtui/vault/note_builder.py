@@ -18,7 +18,8 @@ from mindtui.vault.resolve import NameIndex
 from mindtui.vault.types import TypeRegistry
 
 # Bump when parsing or chunking changes meaning: the importer then re-reads every file.
-PARSER_VERSION = 3  # 2: id-like titles out of the embedded passage; 3: strict consent flags, private folders
+PARSER_VERSION = 4  # 2: id-like titles out of the embedded passage; 3: strict consent flags, private folders;
+# 4: anchor-text rows (a re-read builds them for a database migrated from before)
 
 
 def import_fingerprint(registry: TypeRegistry) -> str:
