@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -19,20 +18,18 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from mindtui import __version__
+from mindtui.cli_queue import curate, curate_parser, knowledge, knowledge_parser
+from mindtui.cli_text import EXIT_CONFIG, EXIT_DATABASE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED
+from mindtui.cli_text import EXIT_OK, EXIT_USAGE, emit
 from mindtui.cli_text import job_summary, neighbours_text, report_table, search_text, status_text
-from mindtui.cli_text import curation_card_text, curation_list_text, curation_outcome_text
-from mindtui.cli_text import decision_text, ingest_text, knowledge_item_text, knowledge_list_text
 from mindtui.config import load_settings, parse_overrides
 from mindtui.console import JsonProgress, StderrProgress, json_line
-from mindtui.service import CURATION_KINDS, CURATION_STATUSES
-from mindtui.service import KNOWLEDGE_SCHEMA, KNOWLEDGE_STATUSES, KNOWLEDGE_TYPES
 from mindtui.service import (
     EVAL_KINDS, NEIGHBOUR_GROUPS, SEARCH_MODES, Audience, CancelToken, ConfigError, DatabaseError, InputError,
     JobLockedError, MindtuiError, NoteNotFound, NotAllowed, OperationFailed, SearchOptions, Service,
     compare_eval_reports, format_eval_report, format_graph_stats,
 )
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LOCKED, EXIT_DATABASE, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
 # The first matching kind names the exit code (subclasses before their bases).
 EXIT_CODES = ((JobLockedError, EXIT_LOCKED), (DatabaseError, EXIT_DATABASE), (ConfigError, EXIT_CONFIG),
               (InputError, EXIT_USAGE), (NotAllowed, EXIT_USAGE), (NoteNotFound, EXIT_FAILED),
@@ -174,8 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
                                         "a reranker is a GGUF you configure (models.reranker_path).")
     models.add_argument("action", choices=["build", "status"], help="build: (re)build the embedding GGUF; "
                         "status: paths, sizes, hashes, usability")
-    _curate_parser(sub, common)
-    _knowledge_parser(sub, common, reading)
+    curate_parser(sub, common)
+    knowledge_parser(sub, common, reading)
     _mcp_parser(sub)
     return parser
 
@@ -190,87 +187,6 @@ def _mcp_parser(sub) -> None:
     mcp.add_argument("--db", type=Path, default=argparse.SUPPRESS, help="the database file (default: config `db`)")
     mcp.add_argument("--allow-proposals", action="store_true",
                      help="offer propose_knowledge (proposals go through the knowledge writer, cards to the owner)")
-
-
-def _knowledge_parser(sub, common: argparse.ArgumentParser, reading: argparse.ArgumentParser) -> None:
-    knowledge = sub.add_parser(
-        "knowledge", parents=[common, reading], help="knowledge items: ingest, add, list, show",
-        description="Distilled, sourced statements (fact, decision, learning, playbook, preference, reference, "
-                    "instruction). Proposals go through one writer that adds, supersedes, counts a duplicate as "
-                    "corroboration, or files a curation card (README \"Knowledge\").")
-    actions = knowledge.add_subparsers(dest="knowledge_command", metavar="ACTION", required=True)
-    ingest = actions.add_parser("ingest", parents=[common, reading], help="proposals as JSON lines (knowledge_proposal.v1)",
-                                description="Each line one proposal; a bad line is reported and the others still go in "
-                                            "(exit 1 if any line was invalid).")
-    ingest.add_argument("file", metavar="FILE", help="a JSON-lines file, or - for stdin")
-    ingest.add_argument("--source", default=None,
-                        help="who proposes: agent:NAME (default agent:ingest), owner, or job:RUN")
-    add = actions.add_parser("add", parents=[common], help="add an item as the owner",
-                             description="The owner's statement (confirmed unless a card is filed).")
-    add.add_argument("--type", dest="item_type", required=True, choices=KNOWLEDGE_TYPES, help="the item's type")
-    add.add_argument("--title", required=True, help="the statement, one line")
-    add.add_argument("--body", help="more detail")
-    add.add_argument("--quote", help="the source's own words")
-    add.add_argument("--about", metavar="NAME", help="an entity note (path, title, alias, id) or topic:TEXT")
-    add.add_argument("--supersedes", type=int, metavar="ID", help="the item this one replaces")
-    add.add_argument("--private", action="store_true", help="never shown to agents")
-    listing = actions.add_parser("list", parents=[common, reading], help="items by subject, type, status",
-                                 description="Current items, most important first (--all: history too).")
-    listing.add_argument("--about", metavar="NOTE", help="only items about this note")
-    listing.add_argument("--type", dest="item_type", choices=KNOWLEDGE_TYPES, help="only this type")
-    listing.add_argument("--status", choices=KNOWLEDGE_STATUSES, help="only this status")
-    listing.add_argument("--all", action="store_true", help="superseded items too")
-    listing.add_argument("--limit", type=int, help="at most this many")
-    show = actions.add_parser("show", parents=[common, reading], help="one item: provenance, chain, decisions",
-                              description="An item with its quote, source, supersede chain both ways, its "
-                                          "sources and the writer's decisions.")
-    show.add_argument("item_id", metavar="ID", type=int, help="the item's id")
-
-
-def _curate_parser(sub, common: argparse.ArgumentParser) -> None:
-    curate = sub.add_parser(
-        "curate", parents=[common], help="the curation queue: list, show, resolve, undo, refresh",
-        description="Cards for what needs your decision, most important first: unresolved links, ambiguous links, "
-                    "link suggestions, mass edits left out of the change graph. An answer that changes a note "
-                    "writes it atomically, only if it is still as indexed, and imports it at once; undo reverses it.")
-    actions = curate.add_subparsers(dest="curate_command", metavar="ACTION", required=True)
-    listing = actions.add_parser("list", parents=[common], help="cards by importance, and the open count per kind",
-                                 description="One line per card: id, kind, importance, subject, what is wrong.")
-    listing.add_argument("--kind", choices=CURATION_KINDS, help="only this kind")
-    listing.add_argument("--status", choices=[*CURATION_STATUSES, "all"], default="open",
-                         help="open (default), resolved, dismissed, snoozed or all")
-    listing.add_argument("--limit", type=int, help="at most this many cards")
-    show = actions.add_parser("show", parents=[common], help="one card: its details and actions",
-                              description="A card's details (links, lines, candidates, scores) and its actions.")
-    show.add_argument("item_id", metavar="ID", type=int, help="the card's id")
-    resolve = actions.add_parser("resolve", parents=[common], help="answer a card with one of its actions",
-                                 description="Actions by kind: unresolved_link create|retarget|dismiss, "
-                                             "ambiguous_link pick|dismiss, link_suggestion accept|reject|snooze, "
-                                             "mass_edit include|keep_out, unresolved_entity link|topic|reject|snooze, "
-                                             "duplicate merge|confirm|supersede|reject|snooze, contradiction "
-                                             "supersede|confirm|reject|snooze, missing_quote answer|confirm|reject|"
-                                             "snooze, gap_question answer|reject|snooze, stale confirm|supersede|"
-                                             "reject|snooze (`curate show ID` lists them).")
-    resolve.add_argument("item_id", metavar="ID", type=int, help="the card's id")
-    resolve.add_argument("action", metavar="ACTION", help="the action's name (see `curate show ID`)")
-    resolve.add_argument("--target", metavar="NOTE", help="retarget, pick: the note (path, title, alias or id)")
-    resolve.add_argument("--days", type=int, help="snooze: days until the card comes back")
-    resolve.add_argument("--text", help="answer, supersede: the statement or quote (first line the statement)")
-    resolve.add_argument("--type", dest="item_type", help="gap_question answer: the item's type (default fact)")
-    actions.add_parser("undo", parents=[common], help="reverse the latest answer (its file change too)",
-                       description="Reverse the latest answer not undone yet: the files it wrote (only if they "
-                                   "are still as it left them) and the card's state.")
-    actions.add_parser("refresh", parents=[common], help="refresh every kind now (as the nightly job does)",
-                       description="Find new cards and close those whose cause is gone (the change graph is "
-                                   "rebuilt for the mass edits).")
-
-
-def _emit(args: argparse.Namespace, data: dict, human: str) -> None:
-    if args.json:
-        json.dump(data, sys.stdout, ensure_ascii=False, indent=2, default=str)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(human.rstrip("\n") + "\n")
 
 
 def _say(args: argparse.Namespace):
@@ -324,9 +240,9 @@ def _run_job(args, service: Service, job: str, vault: Path | None, steps: list[s
             if step.status != "ok":
                 print(f"error: step {step.step!r} {step.status}: {step.error}", file=sys.stderr)
     if job in ("index", "embed") and len(result.steps) == 1 and result.ok:
-        _emit(args, result.steps[0].report, report_table(result.steps[0].report))
+        emit(args, result.steps[0].report, report_table(result.steps[0].report))
     else:
-        _emit(args, result.as_dict(), job_summary(result))
+        emit(args, result.as_dict(), job_summary(result))
     if result.cancelled:
         return EXIT_INTERRUPTED
     return EXIT_OK if result.ok else EXIT_FAILED
@@ -338,7 +254,7 @@ def _search(args, service: Service) -> int:
         log=not args.no_log, kind=args.kind))
     for notice in response.notices:
         print(f"notice: {notice}", file=sys.stderr)
-    _emit(args, response.as_dict(), search_text(response, args.explain))
+    emit(args, response.as_dict(), search_text(response, args.explain))
     return EXIT_OK
 
 
@@ -348,7 +264,7 @@ def _note(args, service: Service) -> int:
     if args.chunks:
         human += "".join(f"\n--- chunk {c.seq}  {c.heading_path}  lines {c.line_start}-{c.line_end}\n{c.text}"
                          for c in view.chunks)
-    _emit(args, view.as_dict(), human)
+    emit(args, view.as_dict(), human)
     return EXIT_OK
 
 
@@ -375,14 +291,14 @@ def _eval_on(args, service: Service) -> int:
     progress.finish()
     for notice in report["notices"]:
         print(f"notice: {notice}", file=sys.stderr)
-    _emit(args, report, format_eval_report(report))
+    emit(args, report, format_eval_report(report))
     return EXIT_OK
 
 
 def _models(args, service: Service) -> int:
     if args.action == "build":
         built = service.build_model(_say(args))
-        _emit(args, built, f"built {built['path']}\nsha256 {built['sha256']}")
+        emit(args, built, f"built {built['path']}\nsha256 {built['sha256']}")
         return EXIT_OK
     status = service.models_status()
     lines = []
@@ -391,67 +307,8 @@ def _models(args, service: Service) -> int:
         lines.append(f"{entry['role']:<10} {'usable' if entry['usable'] else 'NOT usable':<11} {size:>9}  "
                      f"{entry['path'] or '-'}\n{'':<10} {entry['reason']}"
                      + (f"\n{'':<10} sha256 {entry['sha256']}" if entry.get("sha256") else ""))
-    _emit(args, status, "\n".join(lines))
+    emit(args, status, "\n".join(lines))
     return EXIT_OK
-
-
-def _curate(args, service: Service) -> int:
-    command = args.curate_command
-    if command == "list":
-        cards = service.curation_list(args.kind, None if args.status == "all" else args.status, args.limit)
-        counts = service.curation_counts()
-        _emit(args, {"cards": [card.as_dict() for card in cards], "counts": counts}, curation_list_text(cards, counts))
-        return EXIT_OK
-    if command == "show":
-        card = service.curation_card(args.item_id)
-        _emit(args, card.as_dict(), curation_card_text(card))
-        return EXIT_OK
-    if command == "refresh":
-        report = service.curation_refresh()
-        _emit(args, report, report_table(report) + "\n" + "\n".join(
-            f"{kind}: {' '.join(f'{k} {v}' for k, v in counts.items())}" for kind, counts in report["kinds"].items()))
-        return EXIT_OK
-    if command == "undo":
-        outcome = service.curation_undo()
-    else:
-        outcome = service.curation_resolve(args.item_id, args.action, target=args.target, days=args.days,
-                                           text=args.text, type=args.item_type)
-    for notice in outcome.notices if outcome else []:
-        print(f"notice: {notice}", file=sys.stderr)
-    _emit(args, outcome.as_dict() if outcome else {"undone": None}, curation_outcome_text(outcome))
-    return EXIT_OK
-
-
-def _knowledge(args, service: Service) -> int:
-    command = args.knowledge_command
-    if command == "list":
-        views = service.knowledge_list(args.about, args.item_type, args.status, not args.all, args.limit)
-        _emit(args, {"items": [v.as_dict() for v in views]}, knowledge_list_text(views))
-        return EXIT_OK
-    if command == "show":
-        view = service.knowledge_item(args.item_id)
-        _emit(args, view.as_dict(), knowledge_item_text(view))
-        return EXIT_OK
-    if command == "add":
-        proposal = {"schema": KNOWLEDGE_SCHEMA, "type": args.item_type, "title": args.title, "body": args.body,
-                    "quote": args.quote, "about": args.about, "supersedes": args.supersedes,
-                    "visibility": "private" if args.private else "shared"}
-        decision = service.knowledge_submit({k: v for k, v in proposal.items() if v is not None}, "owner").as_dict()
-        _emit(args, decision, decision_text(decision))
-        return EXIT_FAILED if decision["decision"] == "invalid" else EXIT_OK
-    if args.file == "-":
-        lines = sys.stdin.read().splitlines()
-    else:
-        try:
-            lines = Path(args.file).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{args.file}: cannot read: {exc}") from None
-    results = service.knowledge_ingest(lines, args.source or "agent:ingest")
-    for result in results:
-        if result["decision"] == "invalid":
-            print(f"error: line {result['line']}: {result['reason']}", file=sys.stderr)
-    _emit(args, {"results": results}, ingest_text(results))
-    return EXIT_FAILED if any(r["decision"] == "invalid" for r in results) else EXIT_OK
 
 
 def _dispatch(args, service: Service) -> int:
@@ -470,24 +327,24 @@ def _dispatch(args, service: Service) -> int:
     if command in ("neighbors", "neighbours"):
         groups = tuple(args.signal) if args.signal else NEIGHBOUR_GROUPS
         view = service.neighbours(args.note, groups)
-        _emit(args, view.as_dict(), neighbours_text(view, args.limit))
+        emit(args, view.as_dict(), neighbours_text(view, args.limit))
         return EXIT_OK
     if command == "graph":
         if args.action == "refresh":
             return _run_job(args, service, "graph", args.graph_vault or args.vault, ["graph"])
         stats = service.graph_stats()
-        _emit(args, stats, format_graph_stats(stats))
+        emit(args, stats, format_graph_stats(stats))
         return EXIT_OK
     if command == "eval":
         return _eval(args, service)
     if command == "models":
         return _models(args, service)
     if command == "curate":
-        return _curate(args, service)
+        return curate(args, service)
     if command == "knowledge":
-        return _knowledge(args, service)
+        return knowledge(args, service)
     status = service.status()
-    _emit(args, status, status_text(status))
+    emit(args, status, status_text(status))
     return EXIT_OK
 
 

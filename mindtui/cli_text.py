@@ -1,8 +1,21 @@
-"""How the CLI prints results for people (the `--json` forms come from the service's `as_dict`)."""
+"""How the CLI prints results for people (the `--json` forms come from the service's `as_dict`),
+and its exit codes."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LOCKED, EXIT_DATABASE, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
+
+
+def emit(args: argparse.Namespace, data: dict, human: str) -> None:
+    if args.json:
+        json.dump(data, sys.stdout, ensure_ascii=False, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(human.rstrip("\n") + "\n")
 
 
 def report_table(report: dict) -> str:
