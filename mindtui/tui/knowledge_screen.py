@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
 
 from mindtui.tui.lazy import service_api
 from mindtui.tui.knowledge_form import KnowledgeForm
@@ -105,7 +106,10 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="knowledge-load")
     def load(self) -> None:
         items = self.app.service.knowledge_list(current_only=not self.history, limit=LIST_LIMIT)
-        self.post_message(self.Items(items))
+        # A newer load cancels this one (exclusive): its list may predate a save, and arriving
+        # last it would overwrite the fresh one (seen: a resume's load finishing after the save's).
+        if not get_current_worker().is_cancelled:
+            self.post_message(self.Items(items))
 
     @on(Items)
     def _items(self, message: Items) -> None:
