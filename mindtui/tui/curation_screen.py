@@ -83,7 +83,7 @@ class CurationScreen(ReportsWorkerErrors, Screen):
     def load(self, select: int | None = None) -> None:
         service = self.app.service
         cards = service.curation_list(kind=self.kind, status="open", limit=QUEUE_LIMIT)
-        self.post_message(self.Queue(cards, service.curation_counts(), select))
+        self.post_unless_cancelled(self.Queue(cards, service.curation_counts(), select))
 
     @on(Queue)
     def _queue(self, message: Queue) -> None:

@@ -110,7 +110,7 @@ class JobsScreen(ReportsWorkerErrors, Screen):
     # -- history -------------------------------------------------------------------------
     @work(thread=True, exclusive=True, exit_on_error=False, group="job-history")
     def load_history(self) -> None:
-        self.post_message(self.History(self.app.service.job_history(limit=HISTORY_LIMIT)))
+        self.post_unless_cancelled(self.History(self.app.service.job_history(limit=HISTORY_LIMIT)))
 
     @on(History)
     def _history(self, message: History) -> None:

@@ -12,7 +12,6 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import get_current_worker
 
 from mindtui.tui.lazy import service_api
 from mindtui.tui.knowledge_form import KnowledgeForm
@@ -106,10 +105,7 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="knowledge-load")
     def load(self) -> None:
         items = self.app.service.knowledge_list(current_only=not self.history, limit=LIST_LIMIT)
-        # A newer load cancels this one (exclusive): its list may predate a save, and arriving
-        # last it would overwrite the fresh one (seen: a resume's load finishing after the save's).
-        if not get_current_worker().is_cancelled:
-            self.post_message(self.Items(items))
+        self.post_unless_cancelled(self.Items(items))
 
     @on(Items)
     def _items(self, message: Items) -> None:

@@ -120,7 +120,7 @@ class NoteScreen(ReportsWorkerErrors, Screen):
         note = self.app.service.note(name, with_chunks=True)
         neighbours = self.app.service.neighbours(note.note_id)
         items = self.app.service.knowledge_for_note(note.note_id)
-        self.post_message(self.Loaded(note, neighbours, items, remember))
+        self.post_unless_cancelled(self.Loaded(note, neighbours, items, remember))
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
