@@ -86,3 +86,23 @@ def test_an_agent_never_reaches_a_hidden_note_through_its_anchor_row(linked_vaul
         assert paths(SearchEngine(conn, load_settings()).search("Maus blendet", FTS)) == ["Bedienung.md"]
     finally:
         conn.close()
+
+
+def test_a_folder_made_private_since_the_import_lends_an_agent_no_words(linked_vault, db_path):
+    """The rows are built from the flags stored at import; the reader's own private_paths apply
+    at once, so the anchor row of a note whose lender is now private is left out for an agent."""
+    run_import(db_path, linked_vault.root)
+    owner = open_database(db_path, readonly=True)
+    agent = open_database(db_path, readonly=True)
+    unaffected = open_database(db_path, readonly=True)
+    try:
+        restrict(agent, Audience.AGENT, private_paths=("Bedienung.md",))
+        restrict(unaffected, Audience.AGENT, private_paths=("Anderes/**",))
+        engine = lambda conn: SearchEngine(conn, load_settings())  # noqa: E731
+        assert set(paths(engine(owner).search("Maus blendet", FTS))) == {"Bedienung.md", "Seitenvorschau.md"}
+        assert set(paths(engine(unaffected).search("Maus blendet", FTS))) == {"Bedienung.md", "Seitenvorschau.md"}
+        assert paths(engine(agent).search("Maus blendet", FTS)) == []
+        assert paths(engine(agent).search("integrierte Erweiterung", FTS)) == ["Seitenvorschau.md"]  # its own words
+    finally:
+        for conn in (owner, agent, unaffected):
+            conn.close()

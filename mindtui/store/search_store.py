@@ -61,7 +61,7 @@ def fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: st
             (expression, "bm25({}, {}, {})".format(*FTS_WEIGHTS), limit)).fetchall()
         if not rows:
             return []
-        owners = _row_owners(conn, [rowid for rowid, _ in rows])
+        owners = _row_owners(conn, [rowid for rowid, _ in rows], restricted)
         # A negative rowid is a note's anchor-text row (store.anchors): a hit of the whole note.
         hits = [ChunkHit(rowid if rowid > 0 else None, owners[rowid], score) for rowid, score in rows
                 if rowid in owners]
@@ -78,7 +78,7 @@ def fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: st
     return [ChunkHit(*row) for row in rows]
 
 
-def _row_owners(conn: apsw.Connection, rowids: list[int]) -> dict[int, str]:
+def _row_owners(conn: apsw.Connection, rowids: list[int], restricted: bool = False) -> dict[int, str]:
     """Full-text rowid -> note id: chunks by chunk_id, anchor rows (negative) by -anchor_id. Both
     read through `chunks` and `notes`, which an agent's connection filters."""
     owners: dict[int, str] = {}
@@ -88,9 +88,16 @@ def _row_owners(conn: apsw.Connection, rowids: list[int]) -> dict[int, str]:
         owners.update(conn.execute(
             f"SELECT chunk_id, note_id FROM chunks WHERE chunk_id IN ({','.join('?' * len(chunk_ids))})", chunk_ids))
     if anchor_ids:
+        # For a restricted reader a row also needs every note that lent it words to be visible now:
+        # a folder added to the reader's privacy.private_paths hides its notes before the next
+        # import rebuilds the rows (which read the stored flags).
+        lenders_visible = "" if not restricted else (
+            " AND NOT EXISTS (SELECT 1 FROM main.note_links l JOIN main.notes s ON s.note_id = l.note_id"
+            " WHERE l.resolved_note_id = a.note_id AND l.resolution = 'resolved' AND l.note_id != a.note_id"
+            " AND s.private = 0 AND s.ai_processing = 1 AND NOT EXISTS (SELECT 1 FROM notes v WHERE v.note_id = s.note_id))")
         owners.update((-anchor_id, note_id) for anchor_id, note_id in conn.execute(
             "SELECT a.anchor_id, a.note_id FROM note_anchors a JOIN notes n ON n.note_id = a.note_id"
-            f" WHERE a.anchor_id IN ({','.join('?' * len(anchor_ids))})", anchor_ids))
+            f" WHERE a.anchor_id IN ({','.join('?' * len(anchor_ids))}){lenders_visible}", anchor_ids))
     return owners
 
 

@@ -154,7 +154,7 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="knowledge-detail")
     def load_detail(self, item_id: int) -> None:
-        self.post_message(self.Detail(self.app.service.knowledge_item(item_id)))
+        self.post_unless_cancelled(self.Detail(self.app.service.knowledge_item(item_id)))
 
     @on(Detail)
     def _detail(self, message: Detail) -> None:
