@@ -3,6 +3,8 @@ vault imported without vectors (no model); the real-model case is in test_tui_re
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from tui_support import build_fixed_db, owner_service, settle
 
@@ -68,6 +70,28 @@ async def test_a_query_shows_the_expected_note_first_and_opening_it_logs_the_sea
         assert isinstance(app.screen, NoteScreen)
         assert app.screen.note.title == "Vergessenskurve"
     assert logged_searches(fixed_db) == ["Vergessenskurve Ebbinghaus"]
+
+
+async def test_enter_before_the_first_answer_opens_its_first_result_when_it_comes(service, monkeypatch):
+    """Typed and pressed Enter faster than the search answered (a slow machine, a fast typist):
+    the first result opens as soon as the answer is there, instead of the key being lost."""
+    answered = threading.Event()
+    search = service.search
+
+    def slow_search(query, options=None, **kwargs):
+        answered.wait(10)
+        return search(query, options, **kwargs)
+
+    monkeypatch.setattr(service, "search", slow_search)
+    app = tui(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(*"Vergessenskurve", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, SearchScreen) and app.screen.results == []  # no answer yet
+        answered.set()
+        await settle(pilot)
+        assert isinstance(app.screen, NoteScreen)
+        assert app.screen.note.title == "Vergessenskurve"
 
 
 async def test_a_newer_query_wins_over_an_older_answer(service):

@@ -109,6 +109,7 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         self.notices: list[str] = []
         self._debounce: Timer | None = None
         self._hybrid_waits_for_model = False
+        self._open_when_answered: int | None = None  # Enter before the query's first answer: its generation
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search your notes (words or meaning)…", id="query")
@@ -199,6 +200,9 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         if message.kind == "fts" and self.app.model_state in ("not loaded", "loading"):
             notices.append("the embedding model is loading; full-text results for now")
         self._show(message.response.results, notices, "" if message.response.results else "no results")
+        if self._open_when_answered == message.generation:
+            self._open_when_answered = None
+            self.action_open()
 
     def _show(self, results: list[SearchResult], notices: list[str], empty: str) -> None:
         self.results = results
@@ -284,6 +288,11 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         self.action_open()
 
     def action_open(self) -> None:
+        if self.shown is None or self.shown[0] != self.generation:
+            # Typed and pressed Enter before this query's first answer (the list shows the last
+            # query's, or nothing): open its first result when it comes.
+            self._open_when_answered = self.generation if self.query_text.strip() else None
+            return
         result = self.selected() or (self.results[0] if self.results else None)
         if result is None:
             return
