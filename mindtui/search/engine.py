@@ -8,7 +8,6 @@ become a notice, and the answer comes from what works.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
@@ -20,13 +19,13 @@ from mindtui.errors import ModelUnavailableError
 from mindtui.search import fusion
 from mindtui.search.knowledge import KINDS, LOG_PREFIX, knowledge_hits
 from mindtui.search.query import fts_expression, query_stems
+from mindtui.search.snippets import highlight_spans, snippet
 from mindtui.store import knowledge_store
 from mindtui.store import search_store as store
 from mindtui.store import vectors as vector_store
 from mindtui.store.meta import data_version
 from mindtui.store.visibility import audience_of
 from mindtui.text import analysis
-from mindtui.text.analysis import stem_all_languages
 from mindtui.text.names import exact_key, passage_text
 
 MODES = ("hybrid", "fts", "vector")
@@ -34,7 +33,6 @@ MODES = ("hybrid", "fts", "vector")
 PROVENANCE_WEIGHTS = {"explicit": 1.0, "rule": 0.8}
 SCORE_NAMES = {"fts": "bm25", "vector": "cosine", "title": "words"}
 MAX_TITLE_WORDS = 6
-SNIPPET_CHARS = 220
 
 
 class TitleKeys(NamedTuple):
@@ -107,31 +105,6 @@ def _best_per_note(hits: list[store.ChunkHit]) -> list[store.ChunkHit]:
             seen.add(hit.note_id)
             out.append(hit)
     return out
-
-
-def snippet(text: str, stems: list[set[str]]) -> str:
-    """A window of the chunk around the first word whose stem matches the query."""
-    flat = " ".join(text.split())
-    if len(flat) <= SNIPPET_CHARS:
-        return flat
-    wanted = {s for group in stems for s in group}
-    for match in re.finditer(r"[^\W_]+", flat):
-        if stem_all_languages(match.group(0).lower()) & wanted:
-            start = max(0, match.start() - SNIPPET_CHARS // 3)
-            break
-    else:
-        start = 0
-    cut = flat[start:start + SNIPPET_CHARS]
-    return ("…" if start else "") + cut + ("…" if start + SNIPPET_CHARS < len(flat) else "")
-
-
-def highlight_spans(text: str, stems: list[set[str]]) -> list[tuple[int, int]]:
-    """The [start, end) spans of the words in text whose stems match a query word's."""
-    wanted = {s for group in stems for s in group}
-    if not wanted:
-        return []
-    return [(m.start(), m.end()) for m in re.finditer(r"[^\W_]+", text)
-            if stem_all_languages(m.group(0).lower()) & wanted]
 
 
 class SearchModels:

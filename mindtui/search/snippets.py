@@ -1,0 +1,35 @@
+"""What a result shows of its chunk: a window around the first query word, and the spans of the
+words that match a query word's stem (what a front end highlights)."""
+
+from __future__ import annotations
+
+import re
+
+from mindtui.text.analysis import stem_all_languages
+
+SNIPPET_CHARS = 220
+
+
+def snippet(text: str, stems: list[set[str]]) -> str:
+    """A window of the chunk around the first word whose stem matches the query."""
+    flat = " ".join(text.split())
+    if len(flat) <= SNIPPET_CHARS:
+        return flat
+    wanted = {s for group in stems for s in group}
+    for match in re.finditer(r"[^\W_]+", flat):
+        if stem_all_languages(match.group(0).lower()) & wanted:
+            start = max(0, match.start() - SNIPPET_CHARS // 3)
+            break
+    else:
+        start = 0
+    cut = flat[start:start + SNIPPET_CHARS]
+    return ("…" if start else "") + cut + ("…" if start + SNIPPET_CHARS < len(flat) else "")
+
+
+def highlight_spans(text: str, stems: list[set[str]]) -> list[tuple[int, int]]:
+    """The [start, end) spans of the words in text whose stems match a query word's."""
+    wanted = {s for group in stems for s in group}
+    if not wanted:
+        return []
+    return [(m.start(), m.end()) for m in re.finditer(r"[^\W_]+", text)
+            if stem_all_languages(m.group(0).lower()) & wanted]
