@@ -94,7 +94,8 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
     pane.keys("Vergessenskurve")
     pane.wait_for("Konzepte/Vergessenskurve.md")
     pane.keys("Enter")
-    pane.wait_for("Next chunk")
+    pane.wait_for("Next chunk")  # Note mode is on screen ...
+    pane.wait_for("backlinks (")  # ... and the note is loaded (its neighbours come with it): e has a note to edit
     pane.keys("e")
     deadline = time.monotonic() + WAIT_S
     with owner_service(db_path) as service:
