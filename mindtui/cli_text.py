@@ -1,5 +1,5 @@
 """How the CLI prints results for people (the `--json` forms come from the service's `as_dict`),
-and its exit codes."""
+and the exit codes it uses (defined in mindtui.errors)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import argparse
 import json
 import sys
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LOCKED, EXIT_DATABASE, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
+from mindtui.errors import (  # noqa: F401 - the CLI's exit codes, re-exported for cli and cli_queue
+    EXIT_CONFIG, EXIT_DATABASE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_OK, EXIT_USAGE,
+)
 
 
 def emit(args: argparse.Namespace, data: dict, human: str) -> None:

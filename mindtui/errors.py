@@ -7,6 +7,10 @@ Each message is for the user: it says what is wrong and, where it can, what to d
 
 from __future__ import annotations
 
+# What a `mindtui` process exits with (the CLI sets them; a parent, such as the TUI's job
+# runner, reads them from its child): one definition for both sides.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LOCKED, EXIT_DATABASE, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
+
 
 class MindtuiError(Exception):
     """Base of every error mindtui reports to its user."""

@@ -6,10 +6,9 @@ from __future__ import annotations
 import threading
 
 import pytest
-from tui_support import build_fixed_db, owner_service, settle
+from tui_support import build_fixed_db, owner_service, pilot_app, settle
 
 from mindtui.store import open_database
-from mindtui.tui.app import make_app
 from mindtui.tui.help_screen import HelpScreen
 from mindtui.tui.note_screen import NoteScreen
 from mindtui.tui.picker import PickerScreen
@@ -28,8 +27,7 @@ def service(fixed_db):
         yield service
 
 
-def tui(service):
-    return make_app(service.settings, service=service, load_model=False, poll_status=False, debounce_s=0)
+tui = pilot_app
 
 
 def logged_searches(db_path) -> list[str]:

@@ -4,22 +4,19 @@ keyboard, its supersede chain, the Note mode's items, a knowledge result in Sear
 from __future__ import annotations
 
 import pytest
-from tui_support import build_fixed_db, owner_service, settle
+from tui_support import fixed_service, pilot_app, settle
 
-from mindtui.tui.app import make_app
 from mindtui.tui.knowledge_form import KnowledgeForm
 from mindtui.tui.knowledge_screen import KnowledgeScreen
 
 
 @pytest.fixture
 def service(sample_vault, db_path):
-    build_fixed_db(sample_vault.root, db_path)
-    with owner_service(db_path) as service:
+    with fixed_service(sample_vault.root, db_path) as service:
         yield service
 
 
-def tui(service):
-    return make_app(service.settings, service=service, load_model=False, poll_status=False, debounce_s=0)
+tui = pilot_app
 
 
 async def test_add_and_edit_an_item_by_keyboard_keeps_the_history(service):

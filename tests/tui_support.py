@@ -3,7 +3,9 @@ instead of sleeping."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from mindtui.audience import Audience
 from mindtui.config import load_settings
@@ -55,3 +57,19 @@ async def settle(pilot, rounds: int = 20) -> None:
         await pilot.pause()
         if not any(worker.is_running for worker in app.workers):
             return
+
+
+def pilot_app(service: Service):
+    """The app as the Pilot and snapshot tests drive it: the given service, no model loading, no
+    status polling, no debounce (workers are waited for with settle)."""
+    from mindtui.tui.app import make_app
+
+    return make_app(service.settings, service=service, load_model=False, poll_status=False, debounce_s=0)
+
+
+@contextmanager
+def fixed_service(vault_root: Path, db_path: Path) -> Iterator[Service]:
+    """An owner's service over the sample vault imported without vectors (build_fixed_db)."""
+    build_fixed_db(vault_root, db_path)
+    with owner_service(db_path) as service:
+        yield service

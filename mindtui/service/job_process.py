@@ -32,8 +32,8 @@ from typing import Callable, Iterator
 import yaml
 
 from mindtui.config import CONFIG_FILE_ENV, ENV_PREFIX, Settings
+from mindtui.errors import EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_OK
 
-EXIT_OK, EXIT_LOCKED, EXIT_INTERRUPTED = 0, 3, 130
 STDERR_TAIL = 50
 EventCallback = Callable[[dict], None]
 
