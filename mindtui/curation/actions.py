@@ -106,7 +106,7 @@ def _undo_changes(ctx: EditContext, last: store.CurationAction, item: CurationIt
     no longer has what the answer wrote."""
     changes = []
     for record in reversed(last.files):
-        current = read_bytes(ctx.vault_file(record["path"]))
+        current = read_bytes(ctx.write_file(record["path"]))
         if (None if current is None else sha256_hex(current)) != record["after_sha256"]:
             raise UndoRefused(f"{record['path']} changed after `{last.action}` on card {item.item_id}; undoing it "
                               "would lose that change, so nothing was undone")
@@ -117,7 +117,7 @@ def _undo_changes(ctx: EditContext, last: store.CurationAction, item: CurationIt
 
 def _checked_before(ctx: EditContext, edit: FileEdit) -> bytes | None:
     """The file's bytes now, which must be what the plan expects (indexed content, or no file)."""
-    data = read_bytes(ctx.vault_file(edit.path))
+    data = read_bytes(ctx.write_file(edit.path))  # EditRefused here, before anything is written
     if edit.expected_hash is None:
         if data is not None:
             raise EditRefused(f"{edit.path} exists already; not overwritten")
@@ -147,7 +147,7 @@ def _transaction(ctx: EditContext, write) -> int:
 
 
 def _put(ctx: EditContext, path: str, before: bytes | None, after: bytes | None) -> None:
-    target = ctx.vault_file(path)
+    target = ctx.write_file(path)
     if after is None:
         if before is not None:
             remove(target)

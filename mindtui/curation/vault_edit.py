@@ -1,6 +1,9 @@
-"""Writing vault files for the curation queue: atomic, and only over the content that was indexed.
+"""Writing vault files for the curation queue: atomic, inside the vault, and only over the content that was indexed.
 
-A write goes to a temporary file in the same folder (flushed and fsynced, with the old file's
+A write goes to the file's real path (every symlink followed: a note reached through a linked
+file or folder is edited where it lives, and the link stays a link), which must lie inside the
+vault and outside its dot folders (.obsidian, .trash, .git: never indexed); else EditRefused and
+nothing is written. It goes to a temporary file in the same folder (flushed and fsynced, with the old file's
 mode) and replaces the file with os.replace, so a reader or a crash sees the old file or the new
 one, never half of one. Before it writes, the file must still have the content the index read
 (its sha256 equals notes.content_hash): otherwise NoteChanged, and nothing is written.
@@ -57,6 +60,29 @@ def check_inside(vault: Path, rel: str) -> Path:
     if not rel or Path(rel).is_absolute() or ".." in parts:
         raise EditRefused(f"{rel!r} is not a path inside the vault")
     return vault / rel
+
+
+def _in_dot_folder(path: Path) -> bool:
+    return any(part.startswith(".") for part in path.parts)
+
+
+def write_target(vault: Path, rel: str) -> Path:
+    """The real path a write to the vault path `rel` goes to. EditRefused (nothing is written) when
+    it leaves the vault, through a symlink too, or lies in a dot folder, which the importer never
+    enters: a file written there would never be indexed."""
+    path = check_inside(vault, rel)
+    if _in_dot_folder(Path(rel)):
+        raise EditRefused(f"{rel} is in a dot folder, which is never indexed; nothing was written")
+    real = Path(os.path.realpath(path))
+    try:
+        inside = real.relative_to(os.path.realpath(vault))
+    except ValueError:
+        raise EditRefused(f"{rel} leads through a symlink to {real}, outside the vault; nothing was written "
+                          "(edit that file by hand)") from None
+    if _in_dot_folder(inside):
+        raise EditRefused(f"{rel} leads through a symlink to {inside.as_posix()}, in a dot folder of the vault, "
+                          "which is never indexed; nothing was written (edit that file by hand)")
+    return real
 
 
 def atomic_write(path: Path, data: bytes, *, new: bool = False) -> None:

@@ -1,0 +1,75 @@
+"""Every vault write stays inside the vault: it goes to the real path of its note (a symlink stays a
+symlink), refuses a real path outside the vault or in a dot folder (nothing written, the card stays
+open), and keeps every byte of the file but the edited lines."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from curation_support import ALPHA, index, settings_for, write_vault
+from mindtui.audience import Audience
+from mindtui.service import OperationFailed, Service
+
+OWN_EXCLUDES = {"exclude": ["Templates/**", "Archiv/**"]}
+
+
+def unresolved_cards(service) -> dict[tuple[str, str], object]:
+    return {(c.payload["source_path"], c.payload["target"]): c for c in service.curation_list("unresolved_link")}
+
+
+def test_a_note_reached_through_a_file_symlink_is_edited_where_it_lives(vault, db_path):
+    write_vault(vault)
+    vault.rename("Alpha.md", "Archiv/Alpha.md")  # not indexed itself: Archiv is excluded
+    os.symlink(vault.root / "Archiv" / "Alpha.md", vault.root / "Alpha.md")
+    settings = settings_for(db_path, vault, **{"import": OWN_EXCLUDES})
+    index(settings, vault)
+    with Service(settings, audience=Audience.OWNER) as service:
+        card = unresolved_cards(service)[("Alpha.md", "Fehlt")]
+        service.curation_resolve(card.item_id, "retarget", target="Gamma")
+        assert (vault.root / "Alpha.md").is_symlink()
+        assert "Siehe [[Gamma]] und [[Gamma|das Fehlende]]" in (vault.root / "Archiv" / "Alpha.md").read_text()
+        service.curation_undo()
+        assert (vault.root / "Alpha.md").is_symlink()
+        assert (vault.root / "Archiv" / "Alpha.md").read_text() == ALPHA
+
+
+def test_a_note_whose_real_file_is_outside_the_vault_is_not_written(tmp_path, vault, db_path):
+    write_vault(vault)
+    outside = tmp_path / "anderswo"
+    outside.mkdir()
+    (vault.root / "Alpha.md").rename(outside / "Alpha.md")
+    os.symlink(outside / "Alpha.md", vault.root / "Alpha.md")
+    settings = settings_for(db_path, vault, **{"import": {"follow_external_symlinks": True}})
+    index(settings, vault)
+    with Service(settings, audience=Audience.OWNER) as service:
+        card = unresolved_cards(service)[("Alpha.md", "Fehlt")]
+        with pytest.raises(OperationFailed, match="Alpha.md leads through a symlink to .*, outside the vault; "
+                                                  "nothing was written"):
+            service.curation_resolve(card.item_id, "retarget", target="Gamma")
+        assert service.curation_card(card.item_id).status == "open"
+    assert (vault.root / "Alpha.md").is_symlink() and (outside / "Alpha.md").read_text() == ALPHA
+
+
+def test_create_refuses_a_folder_linked_out_of_the_vault_and_dot_folders(tmp_path, vault, db_path):
+    vault.write("Quelle.md", "# Quelle\n\n[[Ext/Neu]], [[.versteckt/Neu]], [[Innen/Neu]], [[Ordner/Neu]].\n")
+    outside = tmp_path / "extern"
+    outside.mkdir()
+    os.symlink(outside, vault.root / "Ext")  # not followed by the importer
+    (vault.root / ".versteckt").mkdir()
+    os.symlink(vault.root / ".versteckt", vault.root / "Innen")  # followed, but its real path is a dot folder
+    settings = settings_for(db_path, vault, curation={"note_template": None})
+    index(settings, vault)
+    with Service(settings, audience=Audience.OWNER) as service:
+        cards = unresolved_cards(service)
+        for target, why in (("Ext/Neu", "Ext/Neu.md leads through a symlink to .*, outside the vault"),
+                            (".versteckt/Neu", r"\.versteckt/Neu.md is in a dot folder"),
+                            ("Innen/Neu", r"Innen/Neu.md leads through a symlink to \.versteckt/Neu.md, in a dot")):
+            card = cards[("Quelle.md", target)]
+            with pytest.raises(OperationFailed, match=why):
+                service.curation_resolve(card.item_id, "create")
+            assert service.curation_card(card.item_id).status == "open"
+        service.curation_resolve(cards[("Quelle.md", "Ordner/Neu")].item_id, "create")  # an ordinary folder
+    assert list(outside.iterdir()) == [] and list((vault.root / ".versteckt").iterdir()) == []
+    assert (vault.root / "Ordner" / "Neu.md").read_text() == "# Neu\n"
