@@ -10,6 +10,8 @@ import pytest
 
 from curation_support import ALPHA, index, settings_for, write_vault
 from mindtui.audience import Audience
+from mindtui.curation.rewrite import Retarget, retarget_links
+from mindtui.curation.suggestions import add_related_link
 from mindtui.service import OperationFailed, Service
 
 OWN_EXCLUDES = {"exclude": ["Templates/**", "Archiv/**"]}
@@ -73,3 +75,43 @@ def test_create_refuses_a_folder_linked_out_of_the_vault_and_dot_folders(tmp_pat
         service.curation_resolve(cards[("Quelle.md", "Ordner/Neu")].item_id, "create")  # an ordinary folder
     assert list(outside.iterdir()) == [] and list((vault.root / ".versteckt").iterdir()) == []
     assert (vault.root / "Ordner" / "Neu.md").read_text() == "# Neu\n"
+
+
+# -- one line-editing function: every byte but the edited lines stays ---------------------------
+
+def related(data: bytes) -> str | None:
+    return add_related_link(data, "N.md", "## Verwandt", "Y", "Y.md")
+
+
+def test_a_related_link_lands_on_its_line_with_lone_carriage_returns():
+    # Lone \r breaks lines for the importer too: the link goes at the end of the section, not of the file.
+    assert related(b"# N\r## Verwandt\r- [[X]]\r## Danach\rText\r") == "# N\r## Verwandt\r- [[X]]\r- [[Y]]\r## Danach\rText\r"
+
+
+def test_a_related_link_keeps_mixed_endings_the_bom_and_a_missing_final_newline():
+    mixed = "\ufeff# N\r\n\r\nText\n\n## Verwandt\r\n- [[X]]"
+    assert related(mixed.encode()) == mixed + "\r\n- [[Y]]"  # the new line ends as the one before it
+    assert related(b"A\rB\n\n\n") == "A\rB\n\n\n## Verwandt\n\n- [[Y]]\n"  # a new section: appended, nothing dropped
+    assert related(b"A\r\nB") == "A\r\nB\r\n\r\n## Verwandt\r\n\r\n- [[Y]]"
+    assert related(b"") == "## Verwandt\n\n- [[Y]]\n"
+
+
+def test_retargeting_keeps_every_other_byte():
+    data = "\ufeffA [[Fehlt]]\rB `[[Fehlt]]`\r\nC [[Fehlt|x]]\n\nD ![[Fehlt#Teil]]".encode()
+    change = Retarget(lambda path: path == "Fehlt", "Gamma", "Gamma.md")
+    assert retarget_links(data, "N.md", change) == (
+        "\ufeffA [[Gamma]]\rB `[[Fehlt]]`\r\nC [[Gamma|x]]\n\nD ![[Gamma#Teil]]".encode(), 3)
+
+
+def test_a_retarget_through_the_queue_keeps_the_bom_and_mixed_endings(vault, db_path):
+    write_vault(vault)
+    original = "\ufeff# Alpha\r\n\r\nSiehe [[Fehlt]].\rCode `[[Fehlt]]`.\n\nEnde [[Fehlt|hier]]"
+    vault.write_bytes("Alpha.md", original.encode())
+    settings = settings_for(db_path, vault)
+    index(settings, vault)
+    with Service(settings, audience=Audience.OWNER) as service:
+        service.curation_resolve(unresolved_cards(service)[("Alpha.md", "Fehlt")].item_id, "retarget", target="Gamma")
+        assert (vault.root / "Alpha.md").read_bytes() == original.replace(
+            "Siehe [[Fehlt]]", "Siehe [[Gamma]]").replace("[[Fehlt|hier]]", "[[Gamma|hier]]").encode()
+        service.curation_undo()
+    assert (vault.root / "Alpha.md").read_bytes() == original.encode()
