@@ -4,14 +4,18 @@ open), and keeps every byte of the file but the edited lines."""
 
 from __future__ import annotations
 
+import errno
 import os
 
 import pytest
 
 from curation_support import ALPHA, index, settings_for, write_vault
 from mindtui.audience import Audience
+from mindtui.cli import main
 from mindtui.curation.rewrite import Retarget, retarget_links
 from mindtui.curation.suggestions import add_related_link
+from mindtui.curation.vault_edit import VaultWriteFailed
+from mindtui.errors import EXIT_DATABASE
 from mindtui.service import OperationFailed, Service
 
 OWN_EXCLUDES = {"exclude": ["Templates/**", "Archiv/**"]}
@@ -115,3 +119,30 @@ def test_a_retarget_through_the_queue_keeps_the_bom_and_mixed_endings(vault, db_
             "Siehe [[Fehlt]]", "Siehe [[Gamma]]").replace("[[Fehlt|hier]]", "[[Gamma|hier]]").encode()
         service.curation_undo()
     assert (vault.root / "Alpha.md").read_bytes() == original.encode()
+
+
+# -- a disk that refuses ------------------------------------------------------------------------
+
+def test_a_full_disk_leaves_the_note_and_the_card_as_they_were(vault, db_path, monkeypatch, capsys):
+    write_vault(vault)
+    settings = settings_for(db_path, vault)
+    index(settings, vault)
+
+    def disk_full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with Service(settings, audience=Audience.OWNER) as service:
+        card = unresolved_cards(service)[("Alpha.md", "Fehlt")]
+        monkeypatch.setattr(os, "fsync", disk_full)  # the temporary file's data cannot be put on the disk
+        with pytest.raises(VaultWriteFailed, match=r"cannot write .*Alpha.md: No space left on device; the file is "
+                                                   r"unchanged \(the disk is full: free some space"):
+            service.curation_resolve(card.item_id, "retarget", target="Gamma")
+        assert main(["curate", "resolve", str(card.item_id), "retarget", "--target", "Gamma",
+                     "--db", str(db_path)]) == EXIT_DATABASE
+        assert capsys.readouterr().err.count("\n") == 1  # one line, no traceback
+        assert (vault.root / "Alpha.md").read_text() == ALPHA
+        assert sorted(p.name for p in vault.root.iterdir() if p.name.startswith(".")) == []  # no temporary file
+        assert service.curation_card(card.item_id).status == "open" and service.curation_undo() is None
+        monkeypatch.undo()  # space again: the same answer goes through
+        service.curation_resolve(card.item_id, "retarget", target="Gamma")
+    assert "Siehe [[Gamma]]" in (vault.root / "Alpha.md").read_text()

@@ -18,7 +18,7 @@ import stat
 import uuid
 from pathlib import Path
 
-from mindtui.errors import OperationFailed
+from mindtui.errors import DatabaseError, OperationFailed
 
 
 class NoteChanged(OperationFailed):
@@ -27,6 +27,26 @@ class NoteChanged(OperationFailed):
 
 class EditRefused(OperationFailed):
     """A write the queue will not do (overwrite an existing file, a path outside the vault)."""
+
+
+class VaultWriteFailed(DatabaseError):
+    """The disk refused a vault write (full, read-only, an I/O error): the file is as it was, no
+    temporary file is left, and the answer is not recorded. Exit code 4, as when the disk refuses
+    the database: the same "storage unusable, fix it and run again"."""
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+_DENIED = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def _write_failed(path: Path, exc: OSError) -> VaultWriteFailed:
+    if exc.errno in _FULL:
+        hint = "the disk is full: free some space and answer again"
+    elif exc.errno in _DENIED:
+        hint = "check that you may write the file and its folder, then answer again"
+    else:
+        hint = "check the disk, then answer again"
+    return VaultWriteFailed(f"cannot write {path}: {exc.strerror or exc}; the file is unchanged ({hint})")
 
 
 def sha256_hex(data: bytes) -> str:
@@ -87,17 +107,19 @@ def write_target(vault: Path, rel: str) -> Path:
 
 def atomic_write(path: Path, data: bytes, *, new: bool = False) -> None:
     """Write `data` to `path` through a temporary file and os.replace. new=True: the file must not
-    exist yet (EditRefused otherwise); its folder is created and the file gets the umask's mode."""
-    if new:
-        if path.exists():
-            raise EditRefused(f"{path} exists already; not overwritten")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        mode = None
-    else:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    temp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if new else 0o600)
+    exist yet (EditRefused otherwise); its folder is created and the file gets the umask's mode.
+    VaultWriteFailed when the disk refuses (the original intact, the temporary file removed)."""
+    temp: Path | None = None
     try:
+        if new:
+            if path.exists():
+                raise EditRefused(f"{path} exists already; not overwritten")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            mode = None
+        else:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        temp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if new else 0o600)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -108,11 +130,13 @@ def atomic_write(path: Path, data: bytes, *, new: bool = False) -> None:
             _place_new(temp, path)
         else:
             os.replace(temp, path)
-    except BaseException:
-        if temp.exists():
-            temp.unlink()
+        _fsync_folder(path.parent)
+    except BaseException as exc:
+        if temp is not None:
+            temp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _write_failed(path, exc) from exc
         raise
-    _fsync_folder(path.parent)
 
 
 def _place_new(temp: Path, path: Path) -> None:
@@ -131,8 +155,11 @@ def _place_new(temp: Path, path: Path) -> None:
 
 
 def remove(path: Path) -> None:
-    path.unlink()
-    _fsync_folder(path.parent)
+    try:
+        path.unlink()
+        _fsync_folder(path.parent)
+    except OSError as exc:
+        raise _write_failed(path, exc) from exc
 
 
 def _fsync_folder(folder: Path) -> None:
