@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from mindtui.curation.kinds import Action, EditContext, FileEdit, now_iso
 from mindtui.curation.registry import kind_of
 from mindtui.curation.vault_edit import EditRefused, NoteChanged, atomic_write, read_bytes, remove, sha256_hex
-from mindtui.errors import InputError, OperationFailed
+from mindtui.errors import DatabaseError, InputError, OperationFailed
 from mindtui.store import curation_store as store
 from mindtui.store.batch import immediate
 from mindtui.store.curation_store import CurationItem
@@ -158,7 +158,11 @@ def _answer_lock(conn):
     if not name or name == ":memory:":
         yield
         return
-    fd = os.open(name + ".curation-lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(name + ".curation-lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise DatabaseError(f"cannot open {name}.curation-lock: {exc.strerror or exc}; an answer needs to write "
+                            "beside the database: check the folder's permissions") from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
