@@ -63,11 +63,14 @@ Step = Callable[[StepContext], dict]
 
 
 def import_step(ctx: StepContext) -> dict:
+    from mindtui.curation.actions import finish_pending
+    from mindtui.curation.kinds import EditContext
     from mindtui.curation.refresh import refresh
     from mindtui.curation.registry import LINK_KINDS
     from mindtui.vault.importer import VaultImporter
     from mindtui.vault.types import load_type_registry
 
+    finish_pending(EditContext(ctx.conn, ctx.settings, ctx.need_vault()))  # an answer killed before its files
     importer = VaultImporter(
         ctx.conn, ctx.need_vault(), load_type_registry(ctx.settings.types_file), ctx.settings,
         progress=lambda done, total, path: ctx.report_progress(done, total, path),
