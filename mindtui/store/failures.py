@@ -13,7 +13,9 @@ are bugs and keep their traceback.
 from __future__ import annotations
 
 import errno
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import apsw
 
@@ -101,3 +103,15 @@ def store_failure(exc: BaseException, path: Path | str | None = None) -> Databas
     if isinstance(exc, OSError):
         return _os_failure(exc, path)
     return None
+
+
+@contextmanager
+def store_errors(path: Path | str) -> Iterator[None]:
+    """Inside: a storage failure leaves as its one-line DatabaseError (`path`: the database)."""
+    try:
+        yield
+    except Exception as exc:
+        failure = store_failure(exc, path)
+        if failure is None or failure is exc:
+            raise
+        raise failure from exc
