@@ -226,3 +226,30 @@ def test_the_read_only_setting_reads_and_refuses_every_write(sample_vault, db_pa
     assert "read-only" in one_line(capsys.readouterr().err)
     monkeypatch.delenv("MINDTUI_DATABASE__READ_ONLY")
     assert dump_database(db_path) == before
+
+
+# -- what the OS says ---------------------------------------------------------------------------
+
+def real_os_error(action) -> OSError:
+    try:
+        action()
+    except OSError as exc:
+        return exc
+    raise AssertionError("the OS did not refuse")
+
+
+def test_os_failures_become_one_line_database_errors_naming_the_file_the_os_names(tmp_path):
+    from mindtui.store.failures import DiskFullError, store_failure
+
+    def fill_the_disk():
+        with open("/dev/full", "wb", buffering=0) as full:  # every write: ENOSPC
+            full.write(b"x")
+
+    full = store_failure(real_os_error(fill_the_disk), tmp_path / "mindtui.db")
+    assert isinstance(full, DiskFullError)
+    # write() names no file, and the database may sit on another disk than the one that filled up
+    assert str(full).startswith("no space left on the device (writing a file); everything committed before is kept")
+    (tmp_path / "folder").mkdir()
+    unopenable = real_os_error(lambda: os.open(tmp_path / "folder", os.O_RDWR))  # EISDIR: not a storage failure
+    assert store_failure(unopenable, tmp_path / "mindtui.db") is None
+    assert store_failure(ValueError("a bug"), tmp_path / "mindtui.db") is None

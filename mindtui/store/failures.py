@@ -84,24 +84,25 @@ _OS_FAILURES = {
 }
 
 
-def _os_failure(exc: OSError, path: Path | str | None) -> DatabaseError | None:
+def _os_failure(exc: OSError) -> DatabaseError | None:
     known = _OS_FAILURES.get(exc.errno)
     if known is None:
         return None
     kind, what, todo = known
-    where = exc.filename or path
-    return kind(f"{where}: {what}; {todo}" if where else f"{what}; {todo}")
+    # Only the file the OS names: a write() that failed names none, and the database need not
+    # live on the disk that filled up (a vault elsewhere).
+    return kind(f"{exc.filename}: {what}; {todo}" if exc.filename else f"{what} (writing a file); {todo}")
 
 
 def store_failure(exc: BaseException, path: Path | str | None = None) -> DatabaseError | None:
-    """The user's one-line error for a storage failure (`path`: the database, when the error
-    does not name its file), or None when `exc` is not one."""
+    """The user's one-line error for a storage failure, or None when `exc` is not one. `path`:
+    the database an apsw error happened on (an OS error names its own file, or none)."""
     if isinstance(exc, DatabaseError):
         return exc
     if isinstance(exc, apsw.Error):
         return _apsw_failure(exc, path or "the database")
     if isinstance(exc, OSError):
-        return _os_failure(exc, path)
+        return _os_failure(exc)
     return None
 
 
