@@ -27,7 +27,7 @@ from mindtui.console import JsonProgress, StderrProgress, json_line
 from mindtui.service import (
     EVAL_KINDS, NEIGHBOUR_GROUPS, SEARCH_MODES, Audience, CancelToken, ConfigError, DatabaseError, InputError,
     JobLockedError, MindtuiError, NoteNotFound, NotAllowed, OperationFailed, SearchOptions, Service,
-    compare_eval_reports, format_eval_report, format_graph_stats,
+    compare_eval_reports, format_eval_report, format_graph_stats, store_failure,
 )
 
 # The first matching kind names the exit code (subclasses before their bases).
@@ -36,8 +36,8 @@ EXIT_CODES = ((JobLockedError, EXIT_LOCKED), (DatabaseError, EXIT_DATABASE), (Co
               (OperationFailed, EXIT_FAILED), (MindtuiError, EXIT_FAILED))
 
 EPILOG = """exit codes: 0 ok, 1 failed (a job step, a model, no such note), 2 usage error,
-3 another job is running, 4 database unusable (missing, newer schema, foreign file, locked),
-5 configuration error, 130 interrupted or cancelled (work committed so far is kept)"""
+3 another job is running, 4 database unusable (missing, older or newer schema, foreign file, locked,
+read-only, disk full or failing), 5 configuration error, 130 interrupted or cancelled (work committed so far is kept)"""
 READING = ("search", "neighbors", "neighbours", "note", "graph", "status", "knowledge")
 
 
@@ -376,8 +376,10 @@ def _wants_tui(args: argparse.Namespace) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    db_path = getattr(args, "db", None)
     try:
         settings = load_settings().with_overrides(db=str(args.db) if args.db else None)
+        db_path = settings.db_path
         if args.budget is not None:  # one setting carries it to the step (and to a job's child process)
             settings = settings.with_values({"jobs": {"embed_budget_s": args.budget}}, "--budget")
         reading = not args.job and (args.command or "status") in READING
@@ -407,3 +409,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except Exception as exc:  # the disk or a file failed below a layer that did not say so: one line, exit 4
+        failure = store_failure(exc, db_path)
+        if failure is None:
+            raise  # a bug: its traceback is what a report needs
+        return _fail(args, f"mindtui: {failure}", EXIT_DATABASE)

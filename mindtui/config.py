@@ -53,6 +53,7 @@ class ImportSettings:
 @dataclass(frozen=True)
 class DatabaseSettings:
     busy_timeout_ms: int = setting(low=0)
+    read_only: bool = setting()
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class ModelSettings:
     reranker_path: str | None = setting()
     reranker_threads: int = setting(low=0)
     embed_batch: int = setting(low=1, high=512)
+    retry_after_s: float = setting(low=0.0)
 
 
 @dataclass(frozen=True)

@@ -268,3 +268,16 @@ def test_no_database_no_server(tmp_path, capsys):
     assert main(["mcp", "--db", str(tmp_path / "missing.db")]) == 4
     assert "no database here" in capsys.readouterr().err
     assert main(["--audience", "agent", "mcp", "--db", str(tmp_path / "missing.db")]) == 2  # always agent: no flag
+
+
+async def test_a_read_only_database_is_served_and_a_proposal_says_why(fixed_db, monkeypatch):
+    monkeypatch.setenv("MINDTUI_DATABASE__READ_ONLY", "true")
+    before = fixed_db.read_bytes()
+    async with serving(fixed_db, "--allow-proposals") as client:
+        found = await ok(client, "search", {"query": "SQLite"})
+        assert found["results"][0]["path"] == "Konzepte/SQLite.md"
+        assert (await ok(client, "get_note", {"note": "Konzepte/SQLite.md"}))["path"] == "Konzepte/SQLite.md"
+        is_error, data = await call(client, "propose_knowledge", {"type": "fact", "title": "Der Router steht im Flur",
+                                                                  "quote": "Router im Flur", "about": "Heimautomation"})
+        assert is_error and data["error"] == "failed" and "read-only" in data["message"]
+    assert fixed_db.read_bytes() == before

@@ -24,6 +24,8 @@ from mindtui.progress import NEVER_CANCELLED, CancelToken, StepProgress
 from mindtui.store import jobs as job_store
 from mindtui.store import open_database
 from mindtui.store.batch import rollback_open_transaction
+from mindtui.store.connection import DatabaseReadOnlyError
+from mindtui.store.failures import store_errors, store_failure
 
 
 def _no_progress(step: str, done: int, total: int, detail: str) -> None:
@@ -245,17 +247,39 @@ def _report_of(exc: BaseException) -> dict:
     return report.as_dict() if hasattr(report, "as_dict") else dict(report)
 
 
-def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
-            steps: list[str] | None = None, step_table: dict[str, Step] | None = None,
-            progress: StepProgress | None = None, message: Callable[[str], None] | None = None,
-            cancel: CancelToken | None = None, allow_mass_delete: bool = False, models=None,
-            hooks: JobHooks | None = None) -> JobResult:
-    """Raises JobLockedError when another job holds the lock, DatabaseError when the store is unusable."""
+def _record_storage_failure(conn: apsw.Connection, run_id: int, exc: BaseException, db_path: Path) -> None:
+    """Record the step the storage stopped, if the storage still lets us. If it does not (the disk
+    is still full), its row stays `running` and the next job marks it interrupted."""
+    rollback_open_transaction(conn)
+    try:
+        job_store.finish_step(conn, run_id, "failed", _report_of(exc), str(store_failure(exc, db_path)))
+    except apsw.Error:
+        return  # the caller raises the step's own failure, which is what the user needs to read
+
+
+def run_job(job: str, settings: Settings, *, db_path: Path, **options) -> JobResult:
+    """Run `job` (options: vault, steps, step_table, progress, message, cancel, allow_mass_delete,
+    models, hooks). Raises JobLockedError when another job holds the lock, DatabaseError when the
+    store is unusable: missing, locked, read-only, or its disk full or failing. The job stops at
+    such a failure (every next step would fail too); what the steps committed is kept and the next
+    run continues."""
+    with store_errors(db_path):  # the file or the disk, inside a step or around them: one line
+        return _run_job(job, settings, db_path=db_path, **options)
+
+
+def _run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
+             steps: list[str] | None = None, step_table: dict[str, Step] | None = None,
+             progress: StepProgress | None = None, message: Callable[[str], None] | None = None,
+             cancel: CancelToken | None = None, allow_mass_delete: bool = False, models=None,
+             hooks: JobHooks | None = None) -> JobResult:
     table = STEPS if step_table is None else step_table
     names = check_job(job, steps, table)
     cancel = cancel or NEVER_CANCELLED
     hooks = hooks or NO_HOOKS
     result = JobResult(job, uuid.uuid4().hex[:12])
+    if settings.database.read_only:
+        raise DatabaseReadOnlyError(f"{db_path}: database.read_only is set, and job {job!r} writes the database; "
+                                    "unset the setting to run it (nothing was done)")
     with JobLock(db_path):
         conn = open_database(db_path, busy_timeout_ms=settings.database.busy_timeout_ms)
         try:
@@ -277,6 +301,9 @@ def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
                 except Cancelled as exc:
                     status, error = "cancelled", str(exc)
                 except Exception as exc:  # a failing step is recorded; the next steps still run
+                    if store_failure(exc, db_path) is not None:  # ... unless the file or its disk failed
+                        _record_storage_failure(conn, run_id, exc, db_path)
+                        raise
                     status = "failed"
                     error = str(exc) if isinstance(exc, MindtuiError) else f"{type(exc).__name__}: {exc}"
                     report = _report_of(exc)

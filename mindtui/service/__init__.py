@@ -23,12 +23,14 @@ from mindtui.service.evaluate import compare_reports as compare_eval_reports
 from mindtui.service.evaluate import format_report as format_eval_report
 from mindtui.service.job_process import JobOutcome, JobProcess
 from mindtui.service.views import NeighboursView, NoteView
+from mindtui.store.failures import store_failure
 
 __all__ = [
     "Audience", "Cancelled", "CancelToken", "ConfigError", "DatabaseError", "EVAL_KINDS", "InputError",
     "JobHooks", "JobLockedError", "JobOutcome", "JobProcess", "JobResult", "MindtuiError", "ModelUnavailableError", "NEIGHBOUR_GROUPS", "NeighboursView",
     "NoteNotFound", "NoteView", "NotAllowed", "OperationFailed", "SEARCH_MODES", "SearchOptions",
     "SearchResponse", "SearchResult", "Service", "compare_eval_reports", "format_eval_report", "format_graph_stats",
+    "store_failure",
 ]
 # The curation queue (Service.curation_*).
 __all__ += ["ActionOutcome", "CURATION_KINDS", "CURATION_STATUSES", "Card", "NoteChanged"]

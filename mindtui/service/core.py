@@ -48,7 +48,9 @@ Say = Callable[[str], None]
 class Service:
     def __init__(self, settings: Settings, *, audience: Audience = Audience.AGENT,
                  models: ModelHolder | None = None) -> None:
-        """audience defaults to the restrictive one: a front end that forgets to say gets the agent's view."""
+        """audience defaults to the restrictive one: a front end that forgets to say gets the agent's view.
+        An agent's service never upgrades the database (an out-of-date one is DatabaseError); with
+        database.read_only (or a file it cannot write) it reads, and a write is DatabaseError."""
         self.settings = settings
         self.audience = Audience.parse(audience)
         self.db_path = settings.db_path
@@ -56,7 +58,8 @@ class Service:
         self.models.acquire()
         self._pool = ConnectionPool(self.db_path, audience=self.audience,
                                     busy_timeout_ms=settings.database.busy_timeout_ms,
-                                    private_paths=settings.privacy.private_paths)
+                                    private_paths=settings.privacy.private_paths,
+                                    read_only=settings.database.read_only)
         self._registry: TypeRegistry | None = None
         self._registry_lock = threading.Lock()
         self._close_lock = threading.Lock()
@@ -238,6 +241,11 @@ class Service:
         """The model files (paths, sizes, hashes, usable or why not) and what is loaded now."""
         return {"models": model_files.model_status(self.settings),
                 "loaded": [state.as_dict() for state in self.models.states(self.settings)]}
+
+    def retry_models(self) -> None:
+        """Forget remembered model load failures: the next use tries again at once (without waiting
+        for models.retry_after_s), e.g. after the model was rebuilt. For a TUI key or a status action."""
+        self.models.forget_failures()
 
     def preload_models(self) -> None:
         """Start loading the embedding model in the background (searches answer from full text meanwhile)."""

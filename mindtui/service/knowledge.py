@@ -24,7 +24,8 @@ from mindtui.knowledge.writer import Decision, submit
 from mindtui.models.holder import READY, ModelHolder
 from mindtui.store import knowledge_store as store
 from mindtui.store.connection import open_database
-from mindtui.store.pool import ConnectionPool
+from mindtui.store.failures import store_errors
+from mindtui.store.pool import ConnectionPool, PooledConnection
 
 EDITABLE = ("type", "title", "body", "quote", "about", "confidence", "visibility", "valid_from")
 AGENT_REASONS = {"add": "added as a draft", "supersede": "superseded as proposed", "noop": "known already",
@@ -156,7 +157,7 @@ class KnowledgeDesk:
         """A connection for the writer: the owner's pooled one, else one that sees every item."""
         if self.audience is Audience.OWNER:
             return self.pool.connection()
-        return _OwnConnection(self.pool.path, self.settings.database.busy_timeout_ms)
+        return _own_connection(self.pool.path, self.settings)
 
     def submit(self, proposal, source=None, force: str | None = None) -> Decision:
         source = self._source(source)
@@ -221,14 +222,15 @@ class KnowledgeDesk:
             return store.get_item(pooled.conn, item_id) is not None
 
 
-class _OwnConnection:
-    def __init__(self, path, busy_timeout_ms: int) -> None:
-        self.path, self.busy_timeout_ms = path, busy_timeout_ms
-
-    def __enter__(self):
-        self.conn = open_database(self.path, busy_timeout_ms=self.busy_timeout_ms)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.conn.close()
-
+@contextmanager
+def _own_connection(path, settings: Settings):
+    """The connection an agent's proposal is decided on: it sees every item (the writer's rules
+    need them), never migrates (the agent's own connection refuses an old schema) and honours
+    database.read_only."""
+    conn = open_database(path, busy_timeout_ms=settings.database.busy_timeout_ms, migrate=False,
+                         readonly=settings.database.read_only)
+    try:
+        with store_errors(path):
+            yield PooledConnection(conn)
+    finally:
+        conn.close()
