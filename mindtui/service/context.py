@@ -143,13 +143,19 @@ def _load(service: "Service", seed: _Seed, signals: tuple[str, ...], per_note: i
     return entry, neighbours, items, [c.text for c in chunks]
 
 
+def _inserted(before: str, text: str, after: str) -> int:
+    """The tokens `text` adds between the characters `before` and `after`. The estimate is
+    additive across a character that is a piece of its own, except that a symbol after a space
+    starts a word (mindtui.text.tokens): one character of context on each side settles it."""
+    return content_tokens(before + text + after) - content_tokens(before + after)
+
+
 class _Count:
     """The pack's token count, kept as the pack grows: each change counts only what it adds.
 
-    The estimate is additive across a character that is a piece of its own (mindtui.text.tokens):
-    JSON's brackets, commas and quotes are such characters, so a value appended to a list costs
-    its own tokens plus one for the comma, and text appended inside a string costs the tokens of
-    what is appended (it starts with the escaped "\\n\\n", whose backslash is a piece of its own).
+    A value appended to a list goes between "[" or the last value (never a space in compact
+    JSON) and "]", with a comma before it if the list had one; text appended inside a string goes
+    between the string's last character (escaped) and its closing quote.
     """
 
     def __init__(self, pack: dict) -> None:
@@ -157,7 +163,7 @@ class _Count:
 
     def append(self, target: list, value, limit: int) -> bool:
         """Append `value` to `target` if the pack stays within `limit`; whether it did."""
-        cost = content_tokens(dumps(value)) + (1 if target else 0)
+        cost = _inserted("[", ("," if target else "") + dumps(value), "]")
         if self.total + cost > limit:
             return False
         target.append(value)
@@ -167,8 +173,10 @@ class _Count:
     @staticmethod
     def text_cost(entry: dict, piece: str) -> int:
         """What appending `piece` to the entry's text (after a blank line) adds."""
-        added = f"\n\n{piece}" if entry["text"] else piece
-        return content_tokens(dumps(added)) - 2  # its quotes are the text's own, counted already
+        text = entry["text"]
+        added = f"\n\n{piece}" if text else piece
+        before = dumps(text[-1:])[1:-1][-1:] or '"'  # the escaped last character, or the opening quote
+        return _inserted(before, dumps(added)[1:-1], '"')
 
     def extend_text(self, entry: dict, piece: str, limit: int) -> bool:
         """Append `piece` to the entry's text (after a blank line) if the pack stays within `limit`."""
@@ -180,7 +188,7 @@ class _Count:
         return True
 
     def set_number(self, holder: dict, key: str, value: int) -> None:
-        self.total += content_tokens(str(value)) - content_tokens(str(holder[key]))
+        self.total += _inserted(":", str(value), ",") - _inserted(":", str(holder[key]), ",")
         holder[key] = value
 
 
