@@ -1,4 +1,4 @@
-"""Kill every nightly step after graph, consolidate, gaps and the callout sync at its N-th commit.
+"""Kill the nightly steps graph, consolidate, gaps, maintain and the callout sync at their N-th commit.
 
 After the kill the database passes `PRAGMA integrity_check`, its notes agree with the vault's
 files, and running the step again leaves the same database as one clean run of the step
@@ -70,6 +70,7 @@ sys.exit(3 if when else 0)  # 3: the step ended before the kill point
 STEPS = {"graph": (["import"], "graph", "step"),
          "consolidate": (["import", "graph"], "consolidate", "step"),
          "gaps": (["import", "graph", "consolidate"], "gaps", "step"),
+         "maintain": (["import", "graph", "consolidate", "gaps"], "maintain", "step"),
          "callouts": ([], "import", "callouts")}
 VOLATILE_TABLES = {"job_runs"}  # run history
 VOLATILE_COLUMNS = {"run_id", "batch_id", "valid_from", "stale_since"}  # and every *_at: when, not what
