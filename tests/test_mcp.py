@@ -16,13 +16,14 @@ from contextlib import asynccontextmanager
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import Implementation
+from e5_tokens import real_token_count
 from tui_support import build_fixed_db
 
 from mindtui.audience import Audience
 from mindtui.cli import main
 from mindtui.config import load_settings
 from mindtui.service import Service
-from mindtui.service.context import tokens_of
+from mindtui.service.context import dumps, tokens_of
 
 from conftest import REPO, run_import
 
@@ -227,6 +228,7 @@ def test_context_pack_keeps_to_the_budget(fixed_db):
         for budget in (200, 400, 800, 1600, 3200, 12800):
             pack = agent.context_pack(query="SQLite Suche", budget_tokens=budget)
             assert pack["used_tokens"] == tokens_of(pack) <= budget, budget
+            assert real_token_count(dumps(pack)) <= budget, budget  # what the agent's model reads
             sizes.append(sum(len(n.get("text", "")) for n in pack["notes"]))
         assert sizes == sorted(sizes) and sizes[-1] > sizes[2] > 0  # 200 and 400 may hold only the map
         whole = agent.context_pack(query="SQLite Suche", budget_tokens=100_000)

@@ -133,7 +133,8 @@ async def test_the_explain_panel_shows_each_lists_rank(service):
         await pilot.press(*"BM25", "ctrl+r")
         await settle(pilot)
         text = str(app.screen.query_one("#explain").render())
-        assert "full text rank 1" in text and "fusion" in text
+        selected = app.screen.selected()  # the panel explains the highlighted result, with its own ranks
+        assert f"full text rank {selected.explain['fts']['rank']}" in text and "fusion" in text
 
 
 async def test_note_mode_chunks_links_history_and_copy(service):

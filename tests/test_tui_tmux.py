@@ -43,6 +43,14 @@ class Pane:
             time.sleep(0.1)
         raise AssertionError(f"{text!r} did not appear; the pane shows:\n{self.screen()}")
 
+    def press(self, *keys: str, shows: str) -> str:
+        """Send keys, then wait for what they change: `shows` must not be on screen before them
+        (text already there would end the wait before the keys took effect)."""
+        before = self.screen()
+        assert shows not in before, f"{shows!r} is on screen before {keys}: waiting for it says nothing\n{before}"
+        self.keys(*keys)
+        return self.wait_for(shows)
+
 
 @pytest.fixture
 def pane(tmp_path):
@@ -62,24 +70,23 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
     env = {k: v for k, v in os.environ.items() if k.startswith(("MINDTUI_", "XDG_")) or k in ("HOME", "PATH")}
     command = " ".join([
         "env", *(shlex.quote(f"{k}={v}") for k, v in env.items()), "TERM=xterm-256color",
-        shlex.quote("EDITOR=sh -c 'printf \"\\nNachtrag aus dem Editor\\n\" >> \"$1\"' editor"),
+        # The editor appends a line and adds a tag, which the note's header shows once it is re-imported.
+        shlex.quote("EDITOR=sh -c 'printf \"\\nNachtrag aus dem Editor\\n\" >> \"$1\";"
+                    " sed -i \"s/^tags: \\[/tags: [nachtrag, /\" \"$1\"' editor"),
         shlex.quote(sys.executable), "-m", "mindtui", "--db", shlex.quote(str(db_path)), "tui",
         ";", "echo", "$?", ">", shlex.quote(str(exit_file))])
     pane.tmux("new-session", "-d", "-s", "main", "-x", "80", "-y", "24", command)
 
     pane.wait_for("cards")  # the status line has been read
-    pane.keys("Vergessenskurve")
-    pane.wait_for("Konzepte/Vergessenskurve.md")
+    pane.press("Vergessenskurve", shows="Konzepte/Vergessenskurve.md")
 
-    pane.keys("F4")  # the Curation mode, from any field
-    pane.wait_for("ambiguous link")
-    pane.keys("C-t")  # one kind at a time: the first kind by name, ambiguous_link
-    pane.wait_for("showing ambiguous link")
+    pane.press("F4", shows="ambiguous link")  # the Curation mode, from any field
+    # one kind at a time: the first kind by name, ambiguous_link
+    pane.press("C-t", shows="showing ambiguous link")
     pane.wait_for(f"#{card.item_id}  ambiguous link")  # its details are shown: it is the selected card
-    pane.keys("p")  # pick the intended note
-    pane.wait_for("pick: one of the candidate notes")  # the picker titled by the action and its argument
-    pane.keys("Enter")
-    pane.wait_for("the link now names")
+    # pick the intended note: the picker titled by the action and its argument
+    pane.press("p", shows="pick: one of the candidate notes")
+    pane.press("Enter", shows="the link now names")
 
     with owner_service(db_path) as service:
         assert service.curation_card(card.item_id).status == "resolved"
@@ -89,12 +96,10 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
     # e: the editor (here a script that appends a line) runs in the suspended app's terminal,
     # then the note is re-imported and shown with the new line.
     pane.keys("F2")
-    pane.keys("C-u")  # alone: Textual drops text that arrives in the same read as a ctrl+u
-    pane.wait_for("search your notes")  # the empty query's placeholder
-    pane.keys("Vergessenskurve")
-    pane.wait_for("Konzepte/Vergessenskurve.md")
-    pane.keys("Enter")
-    pane.wait_for("Next chunk")  # Note mode is on screen ...
+    # alone: Textual drops text that arrives in the same read as a ctrl+u; the empty query's placeholder
+    pane.press("C-u", shows="search your notes")
+    pane.press("Vergessenskurve", shows="Konzepte/Vergessenskurve.md")
+    pane.press("Enter", shows="Next chunk")  # Note mode is on screen ...
     pane.wait_for("backlinks (")  # ... and the note is loaded (its neighbours come with it): e has a note to edit
     pane.keys("e")
     deadline = time.monotonic() + WAIT_S
@@ -104,7 +109,7 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
             time.sleep(0.1)
     assert (sample_vault.root / "Konzepte/Vergessenskurve.md").read_text(encoding="utf-8").endswith(
         "\nNachtrag aus dem Editor\n")
-    pane.wait_for("Next chunk")  # the app is back, in the Note mode
+    pane.wait_for("#nachtrag")  # the app is back, in the Note mode, showing the note as edited
 
     pane.keys("q")
     deadline = time.monotonic() + WAIT_S

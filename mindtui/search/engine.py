@@ -18,7 +18,7 @@ from mindtui.config import Settings
 from mindtui.errors import ModelUnavailableError
 from mindtui.search import fusion
 from mindtui.search.knowledge import KINDS, LOG_PREFIX, knowledge_hits
-from mindtui.search.query import fts_expression, query_stems
+from mindtui.search.query import ParsedQuery, parse_query
 from mindtui.search.snippets import highlight_spans, snippet
 from mindtui.store import knowledge_store
 from mindtui.store import search_store as store
@@ -135,11 +135,10 @@ class SearchEngine:
         self._last_lists: dict[str, list[tuple[str, float]]] = {}  # the notes' candidate lists of the last search
 
     # -- retrievers -----------------------------------------------------------------------
-    def _fts(self, query: str, options: SearchOptions, pool: int) -> list[store.ChunkHit]:
-        expression = fts_expression(query)
-        if expression is None:
+    def _fts(self, query: ParsedQuery, options: SearchOptions, pool: int) -> list[store.ChunkHit]:
+        if query.fts is None:
             return []
-        hits = store.fts_chunks(self.conn, expression, pool * 4, options.note_type, options.tag, options.path,
+        hits = store.fts_chunks(self.conn, query.fts, pool * 4, options.note_type, options.tag, options.path,
                                 restricted=self.audience is not Audience.OWNER)
         if not self.options.anchor_text:  # anchor-text rows are the chunkless full-text hits
             hits = [h for h in hits if h.chunk_id is not None]
@@ -197,19 +196,20 @@ class SearchEngine:
         if options.kind not in KINDS:
             raise ValueError(f"unknown kind {options.kind!r}; use notes or knowledge (or none for both)")
         response = SearchResponse(options.mode)
+        parsed = parse_query(query)  # the one analysis of the text every stage below reads
         query_vector = _Once(lambda: self._query_vector(query, options, response.notices))
         self._last_lists = {}
         if options.kind != "knowledge":
-            response.results = self._notes(query, options, text_filter, response, query_vector)
+            response.results = self._notes(parsed, options, text_filter, response, query_vector)
         if options.kind != "notes":
-            items = self._items(query, options, text_filter, query_vector)
+            items = self._items(parsed, options, text_filter, query_vector)
             response.results = _merged(response.results, items, options.limit)
         if options.log and response.results:
             self._log(query, options.mode, [r.log_key for r in response.results], response.notices)
         return response
 
-    def _items(self, query: str, options: SearchOptions, text_filter, query_vector) -> list[SearchResult]:
-        stems = query_stems(query)
+    def _items(self, query: ParsedQuery, options: SearchOptions, text_filter, query_vector) -> list[SearchResult]:
+        stems = query.stem_set
         out = []
         for hit in knowledge_hits(self.conn, self.settings, query, options.mode, options.limit, query_vector,
                                   (options.note_type, options.tag, options.path), reference=self._last_lists):
@@ -224,14 +224,14 @@ class SearchEngine:
                                     kind="knowledge", item_id=item.item_id))
         return out
 
-    def _notes(self, query: str, options: SearchOptions, text_filter, response: SearchResponse,
+    def _notes(self, query: ParsedQuery, options: SearchOptions, text_filter, response: SearchResponse,
                query_vector) -> list[SearchResult]:
         results: list[SearchResult] = []
         pool = self.options.candidate_pool
         lists: dict[str, list[store.ChunkHit]] = {}
         if options.mode in ("fts", "hybrid"):
             lists["fts"] = self._fts(query, options, pool)
-        if options.mode in ("vector", "hybrid") and analysis.words(query):
+        if options.mode in ("vector", "hybrid") and query.words:
             # A query of no words ("???") has no meaning to compare: nothing the vectors return would be it.
             lists["vector"] = self._vector(options, pool, query_vector)
         if options.mode == "hybrid":
@@ -286,10 +286,10 @@ class SearchEngine:
                 ranked_lenders = sorted(lent[note_id], reverse=True)
                 explain.setdefault(note_id, {})["graph"] = {
                     "gain": round(ranked_lenders[0][0], 6), "from": [source for _, source in ranked_lenders[:3]]}
-        reranked = self._rerank(query, rest, best_chunk, facts, explain, options, response.notices)
+        reranked = self._rerank(query.text, rest, best_chunk, facts, explain, options, response.notices)
         order = present + reranked  # the reranker orders the rest: exact title matches stay first
         texts = store.chunk_texts(self.conn, [c for c in (best_chunk.get(n) for n in order[:options.limit]) if c])
-        stems = query_stems(query)
+        stems = query.stem_set
         for note_id in order[:options.limit]:
             fact = facts[note_id]
             chunk_id = best_chunk.get(note_id)
@@ -333,13 +333,13 @@ class SearchEngine:
             scores[target] = scores.get(target, 0.0) + gain
         return lent
 
-    def _mentions(self, query: str, options: SearchOptions) -> list[store.ChunkHit]:
+    def _mentions(self, query: ParsedQuery, options: SearchOptions) -> list[store.ChunkHit]:
         """Notes whose title or alias the query names inside longer text, longest names first.
 
         "luhmann zettelkasten ablage" names two notes. One-word names need 5+ letters and must not
         be a stop word; a name shared by more than 3 notes says too little to count.
         """
-        words = analysis.words(query)[:400]
+        words = query.words
         if len(words) < 2:
             return []  # a one-word query is the exact-match case
         names = self._title_keys().by_words
@@ -362,8 +362,8 @@ class SearchEngine:
     def _passing(self, note_ids: list[str], options: SearchOptions) -> set[str]:
         return store.notes_passing(self.conn, note_ids, options.note_type, options.tag, options.path)
 
-    def _exact_matches(self, query: str, options: SearchOptions) -> list[str]:
-        key = exact_key(query)
+    def _exact_matches(self, query: ParsedQuery, options: SearchOptions) -> list[str]:
+        key = query.exact
         if not key:
             return []
         matches = sorted(self._title_keys().exact.get(key, ()))

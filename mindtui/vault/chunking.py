@@ -100,10 +100,13 @@ def _split_text(text: str, budget: int) -> list[tuple[str, int]]:
             while tokens > limit:
                 # Latin letters cost a token per four, so twice the budget in characters usually
                 # fits; digits and symbols cost up to one per character, and then `limit`
-                # characters always do (no character counts more than one token).
+                # characters do; other letters may cost more (halve until it fits: one character
+                # costs at most MAX_CHAR_TOKENS + 1, below any budget).
                 cut = budget * 2
                 if content_tokens(word[:cut]) > limit:
                     cut = max(1, limit)
+                    while cut > 1 and content_tokens(word[:cut]) > limit:
+                        cut //= 2
                 parts.append((word[:cut], content_tokens(word[:cut])))
                 word = word[cut:]
                 tokens = content_tokens(word)
