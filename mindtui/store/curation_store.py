@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import apsw
 
+from mindtui.store.visibility import model_readable
+
 OPEN, RESOLVED, DISMISSED, SNOOZED = "open", "resolved", "dismissed", "snoozed"
 STATUSES = (OPEN, RESOLVED, DISMISSED, SNOOZED)
 
@@ -206,7 +208,7 @@ def readable_chunk_vectors(conn: apsw.Connection, model_id: str) -> list[tuple[s
     return list(conn.execute(
         "SELECT c.note_id, v.embedding FROM chunks c JOIN notes n ON n.note_id = c.note_id"
         " JOIN embeddings e ON e.content_hash = c.content_hash AND e.model_id = ?"
-        " JOIN vec_chunks v ON v.rowid = e.embedding_id WHERE n.ai_processing = 1 ORDER BY c.note_id, c.seq",
+        f" JOIN vec_chunks v ON v.rowid = e.embedding_id WHERE {model_readable('n')} ORDER BY c.note_id, c.seq",
         (model_id,)))
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import apsw
 
 from mindtui.store.edges import EdgeRow, insert_edges
+from mindtui.store.visibility import model_readable
 
 CHANGE_SIGNAL = "change"
 
@@ -108,7 +109,7 @@ def embedding_notes(conn: apsw.Connection, similarities: dict[int, float]) -> di
     for note_id, embedding_id in conn.execute(
             "SELECT c.note_id, e.embedding_id FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash"
             " JOIN notes n ON n.note_id = c.note_id"
-            f" WHERE e.embedding_id IN ({marks}) AND n.ai_processing = 1", list(similarities)):
+            f" WHERE e.embedding_id IN ({marks}) AND {model_readable('n')}", list(similarities)):
         best[note_id] = max(best.get(note_id, -1.0), similarities[embedding_id])
     return best
 

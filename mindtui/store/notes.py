@@ -8,6 +8,8 @@ from typing import Iterable
 
 import apsw
 
+from mindtui.store.visibility import model_readable
+
 
 @dataclass(frozen=True)
 class NoteState:
@@ -231,7 +233,7 @@ def resolved_link_paths(conn: apsw.Connection, wikilinks_only: bool = False,
     """
     only = " AND l.signal = 'wikilink' AND l.is_embed = 0" if wikilinks_only else ""
     if model_readable_sources:
-        only += " AND s.ai_processing = 1"
+        only += f" AND {model_readable('s')}"
     links: dict[str, set[str]] = {}
     for source, target in conn.execute(
             "SELECT s.path, t.path FROM note_links l JOIN notes s ON s.note_id = l.note_id"

@@ -9,6 +9,8 @@ from typing import Sequence
 import apsw
 import numpy as np
 
+from mindtui.store.visibility import model_readable
+
 VECTOR_DIM = 384  # fixed by migration 0002's vec0 column
 
 
@@ -26,7 +28,7 @@ class PendingText:
 _EMBEDDABLE_ITEMS = (
     "SELECT k.content_hash, k.title, k.body, k.item_id FROM knowledge_items k WHERE k.is_current = 1"
     " AND (k.source_note_id IS NULL OR NOT EXISTS (SELECT 1 FROM notes n WHERE n.note_id = k.source_note_id"
-    " AND n.ai_processing = 0))")
+    f" AND NOT ({model_readable('n')})))")
 
 
 def pending_texts(conn: apsw.Connection, model_id: str) -> list[PendingText]:
@@ -35,7 +37,7 @@ def pending_texts(conn: apsw.Connection, model_id: str) -> list[PendingText]:
     rows = conn.execute(
         "SELECT c.content_hash, n.title, c.heading_path, c.text, count(*) FROM chunks c"
         " JOIN notes n ON n.note_id = c.note_id"
-        " WHERE n.ai_processing = 1 AND NOT EXISTS ("
+        f" WHERE {model_readable('n')} AND NOT EXISTS ("
         "   SELECT 1 FROM embeddings e WHERE e.model_id = ? AND e.content_hash = c.content_hash)"
         " GROUP BY c.content_hash ORDER BY min(c.chunk_id)",
         (model_id,),
@@ -55,7 +57,7 @@ def pending_texts(conn: apsw.Connection, model_id: str) -> list[PendingText]:
 def chunk_coverage(conn: apsw.Connection, model_id: str) -> dict[str, int]:
     row = conn.execute(
         "SELECT count(*),"
-        " count(*) FILTER (WHERE n.ai_processing = 0),"
+        f" count(*) FILTER (WHERE NOT ({model_readable('n')})),"
         " count(*) FILTER (WHERE EXISTS (SELECT 1 FROM embeddings e"
         "                  WHERE e.model_id = ? AND e.content_hash = c.content_hash))"
         " FROM chunks c JOIN notes n ON n.note_id = c.note_id",
@@ -91,7 +93,7 @@ def delete_orphans(conn: apsw.Connection, model_id: str) -> int:
     """Vectors whose text no longer belongs to any chunk or current knowledge item that may be embedded."""
     conn.execute(
         "DELETE FROM embeddings WHERE model_id = ? AND content_hash NOT IN ("
-        " SELECT c.content_hash FROM chunks c JOIN notes n ON n.note_id = c.note_id WHERE n.ai_processing = 1)"
+        f" SELECT c.content_hash FROM chunks c JOIN notes n ON n.note_id = c.note_id WHERE {model_readable('n')})"
         f" AND content_hash NOT IN (SELECT i.content_hash FROM ({_EMBEDDABLE_ITEMS}) i)",
         (model_id,),
     )

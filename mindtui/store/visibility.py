@@ -29,13 +29,33 @@ from mindtui.audience import Audience
 from mindtui.text.globs import excluded_by
 from mindtui.text.names import exact_key
 
+# The hidden-note rule, written here only: other store modules take their SQL from these.
+
+def model_readable(note: str) -> str:
+    """SQL: a model may read the text of the `notes` row aliased `note` (embedder, reranker,
+    extraction): its `ai_processing` is not `none`, whatever the audience."""
+    return f"{note}.ai_processing = 1"
+
+
+def open_to_agents(note: str) -> str:
+    """SQL: by the flags stored at import, an agent may see the `notes` row aliased `note`
+    (rows built at import for agents to read, such as anchor text, are built from these)."""
+    return f"{note}.private = 0 AND {model_readable(note)}"
+
+
+def seen_by_reader(note_id: str) -> str:
+    """SQL: the connection that runs the query sees the note `note_id` (its `notes`: an agent's
+    hide what `restrict` hides, an owner's show every note)."""
+    return f"EXISTS (SELECT 1 FROM notes v WHERE v.note_id = {note_id})"
+
+
 # The one definition of a note an agent may see, for a `main.notes` row aliased `n`. Besides
 # the flags stored at import, the reader's own privacy.private_paths apply at once (a folder
 # added to the setting is hidden before the next import), through a function each agent
 # connection registers (left out of the SQL when there are no such paths: it costs a Python
 # call per row).
 PRIVATE_PATH_FUNCTION = "mindtui_private_path"
-AGENT_VISIBLE = "n.private = 0 AND n.ai_processing = 1"
+AGENT_VISIBLE = open_to_agents("n")
 
 
 def _agent_visible(private_paths: tuple[str, ...]) -> str:
