@@ -74,7 +74,7 @@ def insert_item(conn: apsw.Connection, kind: str, subject_key: str, note_id: str
                 importance: float, now: str) -> bool:
     """A new open card; False (nothing written) when the kind already has one for this subject."""
     conn.execute(
-        "INSERT INTO curation_items (kind, subject_key, note_id, payload, importance, status, created_at, updated_at)"
+        "INSERT INTO main.curation_items (kind, subject_key, note_id, payload, importance, status, created_at, updated_at)"
         " VALUES (?, ?, ?, ?, ?, 'open', ?, ?) ON CONFLICT (kind, subject_key) DO NOTHING",
         (kind, subject_key, note_id, _json(payload), importance, now, now))
     return conn.changes() > 0

@@ -78,6 +78,15 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
         return (f"NOT EXISTS (SELECT 1 FROM main.notes n WHERE n.note_id IN ({', '.join(columns)})"
                 f" AND NOT ({visible_note}))")
 
+    def _visible_item(alias: str) -> str:
+        return (f"{alias}.visibility = 'shared'"
+                f" AND ({alias}.source_note_id IS NULL OR {_visible(alias + '.source_note_id')})"
+                f" AND ({alias}.about_note_id IS NULL OR {_visible(alias + '.about_note_id')})")
+
+    item_columns = _columns(conn, "knowledge_items", "k", {
+        # A visible item superseded by one the agent may not see was, to the agent, just ended.
+        "superseded_by": "CASE WHEN EXISTS (SELECT 1 FROM main.knowledge_items s WHERE s.item_id = k.superseded_by"
+                         f" AND {_visible_item('s')}) THEN k.superseded_by END"})
     edge_columns = _columns(conn, "edges", "e", {
         "evidence": "CASE WHEN e.signal = 'change' AND instr(e.evidence, ' · ') > 0"
                     " THEN substr(e.evidence, 1, instr(e.evidence, ' · ') - 1) ELSE e.evidence END"})
@@ -103,9 +112,7 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
         "CREATE TEMP VIEW curation_actions AS SELECT a.* FROM main.curation_actions a WHERE 0",
         # Knowledge items: shared ones only, and only while their source note and the note they are
         # about are visible (an item stated in or about a hidden note would tell what it says).
-        "CREATE TEMP VIEW knowledge_items AS SELECT k.* FROM main.knowledge_items k WHERE k.visibility = 'shared'"
-        f" AND (k.source_note_id IS NULL OR {_visible('k.source_note_id')})"
-        f" AND (k.about_note_id IS NULL OR {_visible('k.about_note_id')})",
+        f"CREATE TEMP VIEW knowledge_items AS SELECT {item_columns} FROM main.knowledge_items k WHERE {_visible_item('k')}",
         "CREATE TEMP VIEW knowledge_sources AS SELECT s.* FROM main.knowledge_sources s WHERE"
         " EXISTS (SELECT 1 FROM temp.knowledge_items k WHERE k.item_id = s.item_id) AND (s.source_type != 'note' OR "
         + _visible("substr(s.source_id, 1, instr(s.source_id, '#') - 1)") + ")",
