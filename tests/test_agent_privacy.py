@@ -10,6 +10,7 @@ new items differently, which tells nothing). Plumbing with fakes (named so).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from knowledge_support import write_vault
@@ -146,3 +147,102 @@ def test_a_visible_item_superseded_by_a_hidden_one_is_just_ended_to_an_agent(tmp
         owner.close()
     assert outputs["hidden successor"] == outputs["ended"]
     assert json.loads(outputs["ended"])["item"]["superseded_by"] is None
+
+
+WORK_LOG = """| Datum | Sitzung | Notizen |
+|---|---|---|
+| 2026-11-01 | S1 | [[Alpha]], [[Beta]] |
+"""
+PRIVATE_LOG = """---
+private: true
+---
+| Datum | Sitzung | Notizen |
+|---|---|---|
+| 2026-11-02 | P1 | [[Alpha]], [[Gamma]] |
+| 2026-11-03 | P2 | [[Alpha]], [[Beta]] |
+"""
+
+
+def graph_world(root: Path, hidden_logs: bool) -> Settings:
+    """Three visible notes and an open work log; with hidden_logs a private work log and one in an
+    excluded folder (outside the index: its privacy is unknown) pair them too."""
+    if root.exists():
+        shutil.rmtree(root)
+    vault = Vault(root / "vault")
+    for name in ("Alpha", "Beta", "Gamma"):
+        vault.write(f"{name}.md", f"# {name}\n\nAbout {name}.\n")
+    vault.write("Journal/Arbeitslog.md", WORK_LOG, dedent=False)
+    if hidden_logs:
+        vault.write("Privat/Arbeitslog.md", PRIVATE_LOG, dedent=False)
+        vault.write("Archiv/Arbeitslog.md", WORK_LOG.replace("S1 | [[Alpha]], [[Beta]]", "A1 | [[Beta]], [[Gamma]]"),
+                    dedent=False)
+    settings = load_settings().with_values({"db": str(root / "mindtui.db"), "import": {"exclude": ["Archiv/**"]}})
+    with Service(settings, audience=Audience.OWNER, models=ModelHolder()) as owner:
+        result = owner.run_job("nightly", steps=["import", "graph"], vault=vault.root)
+        assert result.ok, result.as_dict()
+    return settings
+
+
+def agent_graph_outputs(settings) -> str:
+    with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
+        return dumped({note: tools.neighbors(agent, {"note": note}, "scout") for note in ("Alpha", "Beta", "Gamma")}
+                      | {"stats": agent.graph_stats()})
+
+
+def test_a_hidden_work_log_gives_an_agent_no_change_neighbours(tmp_path):
+    root = tmp_path / "world"
+    with_hidden = graph_world(root, hidden_logs=True)
+    with Service(with_hidden, audience=Audience.OWNER, models=ModelHolder()) as owner:
+        change = {n.title: n for n in owner.neighbours("Alpha").groups["change"]}
+    # The owner sees every log's sessions: Beta from the open and the private log, Gamma from the private one.
+    assert {t: n.weight for t, n in change.items()} == {"Beta": 2.0, "Gamma": 1.0}
+    assert "S1" in change["Beta"].evidence and "P2" in change["Beta"].evidence
+    seen = agent_graph_outputs(with_hidden)
+    assert agent_graph_outputs(graph_world(root, hidden_logs=False)) == seen
+    alpha = json.loads(seen)["Alpha"]["groups"]["change"]
+    assert [(n["title"], n["weight"]) for n in alpha] == [("Beta", 1.0)]
+
+
+def test_rewriting_a_work_log_keeps_its_change_edges_until_the_graph_is_built_again(tmp_path):
+    settings = graph_world(tmp_path / "world", hidden_logs=False)
+    log = tmp_path / "world" / "vault" / "Journal" / "Arbeitslog.md"
+    log.write_text(WORK_LOG + "| 2026-11-04 | S2 | [[Gamma]] |\n", encoding="utf-8")
+    run_import(settings.db_path, log.parents[1])
+    with Service(settings, audience=Audience.OWNER, models=ModelHolder()) as owner:
+        assert [n.title for n in owner.neighbours("Alpha").groups["change"]] == ["Beta"]
+    with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
+        assert [n.title for n in agent.neighbours("Alpha").groups["change"]] == ["Beta"]
+
+
+CORPUS_COUNTS = ("notes_total", "chunks_total", "unresolved_total", "missing_total", "ambiguous_total",
+                 "out_of_corpus_total", "attachment_links_total", "knowledge_current")
+
+
+def test_links_made_ambiguous_or_resolved_by_hidden_notes_count_for_an_agent_as_without_them(tmp_path, capsys):
+    root = tmp_path / "world"
+    outputs = {}
+    for hidden in (True, False):
+        if root.exists():
+            shutil.rmtree(root)
+        vault = Vault(root / "vault")
+        vault.write("Projekte/Plan.md", "# Plan\n")
+        vault.write("Projekte/Liste.md", "# Liste\n")
+        vault.write("Notizen/Liste.md", "# Liste\n")
+        # Plan: one visible note and a hidden one; Liste: two visible and a hidden one; Geheim,
+        # Doppelt: only hidden notes.
+        vault.write("Start.md", "[[Plan]] [[Liste]] [[Geheim]] [[Doppelt]] [[Fehlt]]\n")
+        if hidden:
+            vault.write("Privat/Plan.md", "---\nprivate: true\n---\n# Plan\n")
+            vault.write("Privat/Liste.md", "---\nprivate: true\n---\n# Liste\n")
+            vault.write("Geheim.md", "---\nai_processing: none\n---\n# Geheim\n")
+            vault.write("Privat/Doppelt.md", "---\nprivate: true\n---\n# Doppelt\n")
+            vault.write("Tresor/Doppelt.md", "---\nprivate: true\n---\n# Doppelt\n")
+        db = root / "mindtui.db"
+        run_import(db, vault.root)
+        capsys.readouterr()
+        assert main(["status", "--db", str(db), "--audience", "agent", "--json"]) == 0
+        status = json.loads(capsys.readouterr().out)
+        outputs[hidden] = dumped({k: status[k] for k in CORPUS_COUNTS})
+    assert outputs[True] == outputs[False]
+    counts = json.loads(outputs[True])
+    assert (counts["ambiguous_total"], counts["missing_total"]) == (1, 3)

@@ -120,7 +120,8 @@ def signal_counts(conn: apsw.Connection, confirmed_weight: int) -> dict[str, int
         " count(*) FILTER (WHERE provenance = 'explicit' AND kind = 'links_to'),"
         " count(*) FILTER (WHERE provenance = 'explicit' AND kind != 'links_to'),"
         " count(*) FILTER (WHERE provenance = 'rule'),"
-        " count(*) FILTER (WHERE signal = ?)"
+        # A pair's change edges of several work logs are one pair.
+        " count(DISTINCT CASE WHEN signal = ? THEN source_id || char(0) || target_id END)"
         " FROM edges WHERE scope = 'note'", (CHANGE_SIGNAL,)).fetchone()
     pairs = conn.execute("SELECT count(*), count(*) FILTER (WHERE weight >= ?) FROM search_pairs",
                          (confirmed_weight,)).fetchone()

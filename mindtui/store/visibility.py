@@ -90,7 +90,20 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
     edge_columns = _columns(conn, "edges", "e", {
         "evidence": "CASE WHEN e.signal = 'change' AND instr(e.evidence, ' · ') > 0"
                     " THEN substr(e.evidence, 1, instr(e.evidence, ' · ') - 1) ELSE e.evidence END"})
-    link_columns = _columns(conn, "note_links", "l", {"detail": "''"})
+    # A link is to an agent what it would be without the notes it may not see: one that resolves
+    # to a hidden note is missing; an ambiguous one among visible and hidden notes resolves to the
+    # one visible candidate, is missing with none, stays ambiguous with several.
+    visible_candidates = f"(SELECT count(*) FROM json_each(l.candidates) j WHERE {_visible('j.value')})"
+    hidden_candidate = (f"(l.resolution = 'ambiguous' AND EXISTS (SELECT 1 FROM json_each(l.candidates) j"
+                        f" WHERE NOT {_visible('j.value')}))")
+    to_hidden = f"(l.resolved_note_id IS NOT NULL AND NOT {_visible('l.resolved_note_id')})"
+    link_columns = _columns(conn, "note_links", "l", {
+        "detail": "''", "candidates": "'[]'",
+        "resolution": f"CASE WHEN {to_hidden} THEN 'missing' WHEN {hidden_candidate} THEN CASE {visible_candidates}"
+                      " WHEN 0 THEN 'missing' WHEN 1 THEN 'resolved' ELSE 'ambiguous' END ELSE l.resolution END",
+        "resolved_note_id": f"CASE WHEN {to_hidden} THEN NULL WHEN {hidden_candidate} AND {visible_candidates} = 1"
+                            f" THEN (SELECT j.value FROM json_each(l.candidates) j WHERE {_visible('j.value')})"
+                            " ELSE l.resolved_note_id END"})
     job_columns = _columns(conn, "job_runs", "e", {
         "report": "'{}'",
         "error": "CASE WHEN e.error IS NULL THEN NULL ELSE 'failed (details for the owner only)' END"})
@@ -98,10 +111,12 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
         f"CREATE TEMP VIEW notes AS SELECT n.* FROM main.notes n WHERE {visible_note}",
         f"CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE {_visible('c.note_id')}",
         # `detail` may list the candidates of an ambiguous link, hidden ones among them.
-        f"CREATE TEMP VIEW note_links AS SELECT {link_columns} FROM main.note_links l WHERE "
-        f"{_visible('l.note_id')} AND (l.resolved_note_id IS NULL OR {_visible('l.resolved_note_id')})",
+        f"CREATE TEMP VIEW note_links AS SELECT {link_columns} FROM main.note_links l WHERE {_visible('l.note_id')}",
+        # A change edge is owned by its work log: hidden with it, and with no owner (a log outside
+        # the index, or a graph built before edges had owners) its log's privacy is unknown.
         f"CREATE TEMP VIEW edges AS SELECT {edge_columns} FROM main.edges e WHERE"
-        " e.source_id NOT LIKE 'path:%' AND e.target_id NOT LIKE 'path:%' AND "
+        " e.source_id NOT LIKE 'path:%' AND e.target_id NOT LIKE 'path:%'"
+        " AND NOT (e.signal = 'change' AND e.owner_note_id IS NULL) AND "
         + _hidden_any("e.source_id", "e.target_id", "e.owner_note_id"),
         "CREATE TEMP VIEW search_pairs AS SELECT p.* FROM main.search_pairs p WHERE "
         f"{_visible('p.note_a')} AND {_visible('p.note_b')}",
