@@ -13,6 +13,8 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
+from fakes import KeywordEmbedder, unit_at_cosine
 from knowledge_support import write_vault
 
 from mindtui.audience import Audience
@@ -21,8 +23,9 @@ from mindtui.config import load_settings
 from mindtui.knowledge import writer
 from mindtui.mcp import tools
 from mindtui.models.holder import ModelHolder
-from mindtui.service import Service
+from mindtui.service import SearchOptions, Service
 from mindtui.store import open_database
+from mindtui.store import vectors as vector_store
 
 from conftest import Vault, run_import
 
@@ -246,3 +249,73 @@ def test_links_made_ambiguous_or_resolved_by_hidden_notes_count_for_an_agent_as_
     assert outputs[True] == outputs[False]
     counts = json.loads(outputs[True])
     assert (counts["ambiguous_total"], counts["missing_total"]) == (1, 3)
+
+
+def vector_world(root: Path, crowd: int):
+    """Five open notes at cosines 0.9 .. 0.5 to every query and `crowd` private notes at 0.99."""
+    if root.exists():
+        shutil.rmtree(root)
+    vault = Vault(root / "vault")
+    table = {}
+    for n in range(5):
+        vault.write(f"Offen {n}.md", f"# Offen {n}\n\nkwopen{n} im Garten.\n")
+        table[f"kwopen{n}"] = unit_at_cosine(0.9 - 0.1 * n)
+    for n in range(crowd):
+        vault.write(f"Akte {n}.md", f"---\nprivate: true\n---\n# Akte {n}\n\nkwhidden im Garten.\n")
+    table["kwhidden"] = unit_at_cosine(0.99)
+    fake = KeywordEmbedder(unit_at_cosine(1.0), table)
+    holder = ModelHolder(embedder_factory=lambda settings, say: fake)
+    settings = load_settings().with_values({"db": str(root / "mindtui.db"), "search": {"candidate_pool": 3}})
+    with Service(settings, audience=Audience.OWNER, models=holder) as owner:
+        result = owner.run_job("nightly", steps=["import", "embed"], vault=vault.root)
+        assert result.ok, result.as_dict()
+    return settings, holder
+
+
+def test_private_notes_crowding_the_query_leave_an_agents_vector_list_full(tmp_path):
+    root = tmp_path / "world"
+    outputs = {}
+    for crowd in (40, 0):
+        settings, holder = vector_world(root, crowd)
+        with Service(settings, audience=Audience.AGENT, models=holder) as agent:
+            response = agent.search("Garten", SearchOptions(mode="vector", log=False))
+            # chunk_id is a row id: the private notes, imported first, shift it (as hidden items
+            # shift item ids); it is the one field left out.
+            outputs[crowd] = dumped(tools.search(agent, {"query": "Garten", "mode": "vector"}, "scout")) + dumped(
+                [{k: v for k, v in r.as_dict().items() if k != "chunk_id"} for r in response.results])
+            found = [r.path for r in response.results]
+    assert outputs[40] == outputs[0]
+    assert found == ["Offen 0.md", "Offen 1.md", "Offen 2.md"]
+
+
+def test_knowledge_items_near_a_note_do_not_crowd_out_its_suggestions(vault, db_path):
+    """Forty items whose vectors lie nearer than any note: the note close in meaning is suggested."""
+    vault.write("Idee.md", "# Idee\n\nkwidea.\n")
+    vault.write("Verwandt.md", "# Verwandt\n\nkwnear.\n")
+    table = {"kwidea": unit_at_cosine(1.0), "kwnear": unit_at_cosine(0.9), "kwitem": unit_at_cosine(0.99)}
+    fake = KeywordEmbedder(unit_at_cosine(1.0), table)
+    holder = ModelHolder(embedder_factory=lambda settings, say: fake)
+    # Two suggestions: the KNN of each chunk asks for 2 * 4 + 8 = 16 neighbours at first.
+    settings = load_settings().with_values({"db": str(db_path), "graph": {"suggestions": 2}})
+    with Service(settings, audience=Audience.OWNER, models=holder) as owner:
+        assert owner.run_job("nightly", steps=["import"], vault=vault.root).ok
+        for n in range(40):
+            assert owner.knowledge_submit(fact(f"kwitem number {n}", f"topic:t{n}"), "owner").decision == "add"
+        assert owner.run_job("nightly", steps=["embed"], vault=vault.root).ok
+        suggested = [n.title for n in owner.neighbours("Idee").groups["suggestions"]]
+    assert suggested == ["Verwandt"]
+    with Service(settings, audience=Audience.AGENT, models=holder) as agent:
+        assert [n.title for n in agent.neighbours("Idee").groups["suggestions"]] == ["Verwandt"]
+
+
+def test_the_refilled_knn_stops_when_the_index_is_exhausted(db_path):
+    vector = np.ones(384, dtype=np.float32)
+    conn = open_database(db_path)
+    try:
+        with conn:
+            vector_store.insert_vectors(conn, "m", ["a", "b", "c"], np.stack([vector, vector, -vector]))
+        asked = []
+        hits = vector_store.knn_refilled(conn, vector, 1, lambda hits: asked.append(len(hits)) and False)
+        assert len(hits) == 3 and asked == [1, 2, 3]
+    finally:
+        conn.close()

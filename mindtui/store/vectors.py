@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import apsw
 import numpy as np
@@ -106,9 +106,35 @@ class VectorHit:
     distance: float  # cosine distance: 1 - cosine similarity
 
 
+MAX_K = 4096  # sqlite-vec's limit on `k`
+
+
 def knn(conn: apsw.Connection, query: np.ndarray, k: int) -> list[VectorHit]:
     rows = conn.execute(
         "SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-        (np.asarray(query, dtype=np.float32).tobytes(), int(k)),
+        (np.asarray(query, dtype=np.float32).tobytes(), min(int(k), MAX_K)),
     )
+    return [VectorHit(rowid, distance) for rowid, distance in rows]
+
+
+def knn_refilled(conn: apsw.Connection, query: np.ndarray, k: int,
+                 enough: Callable[[list[VectorHit]], bool]) -> list[VectorHit]:
+    """The nearest vectors, `k` at first and twice as many each time `enough(hits)` says the
+    caller has not got what it needs, until it has or the index has no more. The KNN sees every
+    vector: chunks of notes the reader may not see, knowledge items, text filters' misses can
+    crowd the first `k`. Past sqlite-vec's limit on k, one KNN over only the vectors of chunks the
+    connection sees (the `chunks` view: an agent's hides its notes) finishes the search."""
+    k = max(1, int(k))
+    while True:
+        hits = knn(conn, query, k)
+        if enough(hits) or len(hits) < min(k, MAX_K):
+            return hits
+        if k >= MAX_K:
+            break
+        k *= 2
+    rows = conn.execute(
+        "SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? AND rowid IN ("
+        " SELECT e.embedding_id FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash"
+        f" JOIN notes n ON n.note_id = c.note_id WHERE {model_readable('n')}) ORDER BY distance",
+        (np.asarray(query, dtype=np.float32).tobytes(), MAX_K))
     return [VectorHit(rowid, distance) for rowid, distance in rows]
