@@ -8,14 +8,19 @@ the day it is written. What an agent connection never sees:
 
 - notes that are private or have `ai_processing: none`, their chunks (so full-text and vector
   hits of them map to nothing), their references and every edge that touches them;
+- their effect on what it sees: a link is what it would be without them (to a hidden note:
+  missing; ambiguous between one visible note and hidden ones: resolved to the visible one),
+  so no count moves with a hidden note;
 - change-graph nodes outside the index (`path:...`: their privacy is unknown, so fail-closed);
+  the change edges of a hidden work log (each is owned by its log; one with no owner, fail-closed);
   change-graph evidence is cut to the session keys (the work-log row may name hidden notes);
 - search pairs with a hidden end; other audiences' logged queries; job reports and errors
   (they carry file paths and warnings of every note); the curation queue (the owner's);
-- knowledge items that are private, stated in a hidden note or about one, their sources, and
-  the writer's decision log (the owner's);
+- knowledge items that are private, stated in a hidden note or about one, their sources, the
+  `superseded_by` that names one, and the writer's decision log (the owner's);
 
-Writes from an agent connection name `main.` tables explicitly (only the search log does).
+Writes from an agent connection name `main.` tables explicitly (the search log; the knowledge
+writer, which decides an agent's proposals on such a connection so that no rule sees a hidden item).
 Links to hidden notes inside visible text are redacted by the service (`hidden_note_names`).
 """
 
