@@ -315,7 +315,8 @@ def test_the_refilled_knn_stops_when_the_index_is_exhausted(db_path):
         with conn:
             vector_store.insert_vectors(conn, "m", ["a", "b", "c"], np.stack([vector, vector, -vector]))
         asked = []
-        hits = vector_store.knn_refilled(conn, vector, 1, lambda hits: asked.append(len(hits)) and False)
-        assert len(hits) == 3 and asked == [1, 2, 3]
+        hits = vector_store.knn_refilled(conn, vector, 1, lambda hits: asked.append(len(hits)) and False,
+                                         ("SELECT embedding_id FROM embeddings", ()))
+        assert len(hits) == 3 and asked == [1, 1, 2, 3]
     finally:
         conn.close()

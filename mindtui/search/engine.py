@@ -171,9 +171,9 @@ class SearchEngine:
         if found is None:
             return []
         model_id, vector = found
-        # Filters (and an agent's hidden notes) drop hits after the KNN: ask for more then, and
-        # more again until the pool is full (or no hit is left above min_cosine). Knowledge items
-        # share the vector table: as many more as they have vectors, so they crowd out no chunk.
+        # Filters (and an agent's hidden notes) drop hits after the KNN: ask for more then, and if
+        # the pool is still not full (and hits above min_cosine are left), search only the vectors
+        # that pass. Knowledge items share the vector table: as many more as they have vectors.
         wide = options.filtered or self.audience is not Audience.OWNER
         extra = knowledge_store.item_vector_count(self.conn, model_id)
         min_cosine = self.options.min_cosine
@@ -189,7 +189,9 @@ class SearchEngine:
         def enough(hits: list[vector_store.VectorHit]) -> bool:
             return not wide or not hits or 1.0 - hits[-1].distance < min_cosine or len(notes_of(hits)) >= pool
 
-        hits = vector_store.knn_refilled(self.conn, vector, pool * (4 if wide else 2) + extra, enough)
+        hits = vector_store.knn_refilled(self.conn, vector, pool * (4 if wide else 2) + extra, enough,
+                                         store.chunk_vectors_passing(model_id, options.note_type, options.tag,
+                                                                     options.path))
         return notes_of(hits)[:pool]
 
     # -- the pipeline ---------------------------------------------------------------------

@@ -120,6 +120,16 @@ def chunks_for_embeddings(conn: apsw.Connection, similarities: dict[int, float],
     return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
 
 
+def chunk_vectors_passing(model_id: str, note_type: str | None = None, tag: str | None = None,
+                          path_prefix: str | None = None) -> tuple[str, list]:
+    """The subquery (SQL, arguments) of the embedding ids of the model's chunk vectors that the
+    reader sees, a model may read and the filters let through (for vectors.knn_within)."""
+    where, args = _filters(note_type, tag, path_prefix)
+    return ("SELECT e.embedding_id FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash"
+            f" JOIN notes n ON n.note_id = c.note_id WHERE e.model_id = ? AND {model_readable('n')}{where}",
+            [model_id, *args])
+
+
 def note_facts(conn: apsw.Connection, note_ids: list[str]) -> dict[str, NoteFacts]:
     if not note_ids:
         return {}

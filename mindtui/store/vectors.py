@@ -117,24 +117,36 @@ def knn(conn: apsw.Connection, query: np.ndarray, k: int) -> list[VectorHit]:
     return [VectorHit(rowid, distance) for rowid, distance in rows]
 
 
-def knn_refilled(conn: apsw.Connection, query: np.ndarray, k: int,
-                 enough: Callable[[list[VectorHit]], bool]) -> list[VectorHit]:
-    """The nearest vectors, `k` at first and twice as many each time `enough(hits)` says the
-    caller has not got what it needs, until it has or the index has no more. The KNN sees every
-    vector: chunks of notes the reader may not see, knowledge items, text filters' misses can
-    crowd the first `k`. Past sqlite-vec's limit on k, one KNN over only the vectors of chunks the
-    connection sees (the `chunks` view: an agent's hides its notes) finishes the search."""
-    k = max(1, int(k))
-    while True:
-        hits = knn(conn, query, k)
-        if enough(hits) or len(hits) < min(k, MAX_K):
-            return hits
-        if k >= MAX_K:
-            break
-        k *= 2
+def knn_within(conn: apsw.Connection, query: np.ndarray, k: int, allowed: tuple[str, Sequence] | None = None
+               ) -> list[VectorHit]:
+    """The KNN over only the vectors whose rowids `allowed` (SQL of a subquery, its arguments)
+    returns; by default those of chunks the connection sees (an agent's hides its notes) that a
+    model may read."""
+    sql, args = allowed or (READABLE_CHUNK_VECTORS, ())
     rows = conn.execute(
-        "SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? AND rowid IN ("
-        " SELECT e.embedding_id FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash"
-        f" JOIN notes n ON n.note_id = c.note_id WHERE {model_readable('n')}) ORDER BY distance",
-        (np.asarray(query, dtype=np.float32).tobytes(), MAX_K))
+        f"SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? AND rowid IN ({sql})"
+        " ORDER BY distance", (np.asarray(query, dtype=np.float32).tobytes(), min(int(k), MAX_K), *args))
     return [VectorHit(rowid, distance) for rowid, distance in rows]
+
+
+READABLE_CHUNK_VECTORS = (
+    "SELECT e.embedding_id FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash"
+    f" JOIN notes n ON n.note_id = c.note_id WHERE {model_readable('n')}")
+
+
+def knn_refilled(conn: apsw.Connection, query: np.ndarray, k: int, enough: Callable[[list[VectorHit]], bool],
+                 allowed: tuple[str, Sequence] | None = None) -> list[VectorHit]:
+    """The nearest vectors until `enough(hits)` says the caller has what it needs or the index
+    has no more. The plain KNN sees every vector: chunks of notes the reader may not see,
+    knowledge items, a filter's misses can crowd its first `k`. Then the KNN runs again over only
+    the vectors that count (`allowed`, see knn_within), asking for twice as many each time it
+    is not enough, up to sqlite-vec's limit on k."""
+    k = max(1, int(k))
+    hits = knn(conn, query, k)
+    if enough(hits) or len(hits) < min(k, MAX_K):
+        return hits
+    while True:
+        hits = knn_within(conn, query, k, allowed)
+        if enough(hits) or len(hits) < min(k, MAX_K) or k >= MAX_K:
+            return hits
+        k *= 2
