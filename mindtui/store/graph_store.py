@@ -114,6 +114,18 @@ def embedding_notes(conn: apsw.Connection, similarities: dict[int, float]) -> di
     return best
 
 
+def chunk_hit_count(conn: apsw.Connection, embedding_ids: list[int]) -> int:
+    """How many of these vectors are of chunks the reader sees and a model may read (not of
+    knowledge items, not of notes hidden from the reader)."""
+    if not embedding_ids:
+        return 0
+    marks = ",".join("?" * len(embedding_ids))
+    return conn.execute(
+        "SELECT count(DISTINCT e.embedding_id) FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash"
+        f" JOIN notes n ON n.note_id = c.note_id WHERE e.embedding_id IN ({marks}) AND {model_readable('n')}",
+        list(embedding_ids)).fetchone()[0]
+
+
 def signal_counts(conn: apsw.Connection, confirmed_weight: int) -> dict[str, int]:
     row = conn.execute(
         "SELECT"
