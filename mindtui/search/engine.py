@@ -174,15 +174,28 @@ class SearchEngine:
         if found is None:
             return []
         model_id, vector = found
-        # Filters (and an agent's hidden notes) drop hits after the KNN: ask for more then. Knowledge
-        # items share the vector table: as many more as they have vectors, so they crowd out no chunk.
+        # Filters (and an agent's hidden notes) drop hits after the KNN: ask for more then, and if
+        # the pool is still not full (and hits above min_cosine are left), search only the vectors
+        # that pass. Knowledge items share the vector table: as many more as they have vectors.
         wide = options.filtered or self.audience is not Audience.OWNER
         extra = knowledge_store.item_vector_count(self.conn, model_id)
-        hits = vector_store.knn(self.conn, vector, pool * (4 if wide else 2) + extra)
         min_cosine = self.options.min_cosine
-        similarities = {h.embedding_id: 1.0 - h.distance for h in hits if 1.0 - h.distance >= min_cosine}
-        chunks = store.chunks_for_embeddings(self.conn, similarities, options.note_type, options.tag, options.path)
-        return _best_per_note(chunks)[:pool]
+        found: dict[int, list[store.ChunkHit]] = {}  # per number of hits: their notes' best chunks
+
+        def notes_of(hits: list[vector_store.VectorHit]) -> list[store.ChunkHit]:
+            if len(hits) not in found:
+                similarities = {h.embedding_id: 1.0 - h.distance for h in hits if 1.0 - h.distance >= min_cosine}
+                found[len(hits)] = _best_per_note(store.chunks_for_embeddings(
+                    self.conn, similarities, options.note_type, options.tag, options.path))
+            return found[len(hits)]
+
+        def enough(hits: list[vector_store.VectorHit]) -> bool:
+            return not wide or not hits or 1.0 - hits[-1].distance < min_cosine or len(notes_of(hits)) >= pool
+
+        hits = vector_store.knn_refilled(self.conn, vector, pool * (4 if wide else 2) + extra, enough,
+                                         store.chunk_vectors_passing(model_id, options.note_type, options.tag,
+                                                                     options.path))
+        return notes_of(hits)[:pool]
 
     # -- the pipeline ---------------------------------------------------------------------
     def search(self, query: str, options: SearchOptions | None = None,

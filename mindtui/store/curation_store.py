@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import apsw
 
+from mindtui.store.visibility import model_readable
+
 OPEN, RESOLVED, DISMISSED, SNOOZED = "open", "resolved", "dismissed", "snoozed"
 STATUSES = (OPEN, RESOLVED, DISMISSED, SNOOZED)
 
@@ -72,7 +74,7 @@ def insert_item(conn: apsw.Connection, kind: str, subject_key: str, note_id: str
                 importance: float, now: str) -> bool:
     """A new open card; False (nothing written) when the kind already has one for this subject."""
     conn.execute(
-        "INSERT INTO curation_items (kind, subject_key, note_id, payload, importance, status, created_at, updated_at)"
+        "INSERT INTO main.curation_items (kind, subject_key, note_id, payload, importance, status, created_at, updated_at)"
         " VALUES (?, ?, ?, ?, ?, 'open', ?, ?) ON CONFLICT (kind, subject_key) DO NOTHING",
         (kind, subject_key, note_id, _json(payload), importance, now, now))
     return conn.changes() > 0
@@ -229,7 +231,7 @@ def readable_chunk_vectors(conn: apsw.Connection, model_id: str) -> list[tuple[s
     return list(conn.execute(
         "SELECT c.note_id, v.embedding FROM chunks c JOIN notes n ON n.note_id = c.note_id"
         " JOIN embeddings e ON e.content_hash = c.content_hash AND e.model_id = ?"
-        " JOIN vec_chunks v ON v.rowid = e.embedding_id WHERE n.ai_processing = 1 ORDER BY c.note_id, c.seq",
+        f" JOIN vec_chunks v ON v.rowid = e.embedding_id WHERE {model_readable('n')} ORDER BY c.note_id, c.seq",
         (model_id,)))
 
 

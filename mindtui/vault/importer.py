@@ -287,6 +287,7 @@ class VaultImporter:
         # A delete that finds nothing still costs ~70 us as a transaction's first write: a cold
         # import of 6,500 notes spent 1.5-3 s on them. Paths and final ids are each written once per
         # run, so only rows that existed when the run began can be in the way.
+        kept = edge_store.owned_signal_edges(self.conn, note_id) if note_id in self._state_ids else []
         if item.path in self._states_by_path:
             note_store.delete_note_at_path(self.conn, item.path)
         if previous is not None and previous.note_id != note_id:
@@ -297,7 +298,7 @@ class VaultImporter:
         note_store.insert_note(self.conn, note)
         note_store.insert_chunks(self.conn, note_id, rows.chunks)
         note_store.insert_links(self.conn, note_id, rows.links)
-        edge_store.insert_edges(self.conn, edges)
+        edge_store.insert_edges(self.conn, edges + kept)
 
     def _relink(self, names: NameIndex, skip: set[str]) -> None:
         """Re-resolve the references of notes not rewritten in this run; rewrite the edges of
@@ -309,8 +310,8 @@ class VaultImporter:
                     continue
                 note_type, path = types[note_id]
                 fresh = resolve_links(links, note_id, path, names)
-                if all((a.resolution, a.resolved_note_id, a.detail) == (b.resolution, b.resolved_note_id, b.detail)
-                       for a, b in zip(links, fresh)):
+                if all((a.resolution, a.resolved_note_id, a.detail, a.candidates)
+                       == (b.resolution, b.resolved_note_id, b.detail, b.candidates) for a, b in zip(links, fresh)):
                     continue
                 resolved = [l for l in fresh if l.resolution == "resolved"]
                 edges = reference_edges(note_id, note_type, self.registry.note_type(note_type).edge_defaults, resolved)

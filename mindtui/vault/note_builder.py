@@ -14,7 +14,7 @@ from mindtui.vault.chunking import chunk_note
 from mindtui.vault.flags import read_flags, read_flags_from_lines
 from mindtui.vault.links import LinkRef
 from mindtui.vault.markdown import ParsedNote, decode, parse_note, string_list
-from mindtui.vault.resolve import NameIndex
+from mindtui.vault.resolve import NameIndex, Resolution
 from mindtui.vault.types import TypeRegistry
 
 # Bump when parsing or chunking changes meaning: the importer then re-reads every file.
@@ -91,8 +91,14 @@ def resolve_links(links: list[LinkRecord], note_id: str, path: str, names: NameI
     out: list[LinkRecord] = []
     for link in links:
         found = names.resolve(link.target_path, note_id, path)
-        out.append(replace(link, resolution=found.status, resolved_note_id=found.note_id, detail=found.detail))
+        out.append(replace(link, resolution=found.status, resolved_note_id=found.note_id, detail=found.detail,
+                           candidates=_candidates(found, link.target_path, path, names)))
     return out
+
+
+def _candidates(found: Resolution, target_path: str, path: str, names: NameIndex) -> tuple[str, ...]:
+    """The notes an ambiguous link could mean (an agent's view resolves it among those it may see)."""
+    return tuple(names.matches(target_path, path)[1]) if found.status == "ambiguous" else ()
 
 
 def _link_records(refs: list[LinkRef], note_id: str, path: str, names: NameIndex) -> list[LinkRecord]:
@@ -102,7 +108,8 @@ def _link_records(refs: list[LinkRef], note_id: str, path: str, names: NameIndex
         found = names.resolve(ref.target_path, note_id, path)
         out.append(LinkRecord(seq, ref.relation, ref.signal, ref.rule_id, ref.confidence, ref.target_raw,
                               ref.target_path, ref.subpath, ref.is_embed, ref.line, ref.evidence,
-                              found.status, found.note_id, found.detail))
+                              found.status, found.note_id, found.detail,
+                              _candidates(found, ref.target_path, path, names)))
     return out
 
 
