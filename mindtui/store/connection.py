@@ -14,6 +14,7 @@ import sqlite_vec
 
 from mindtui import errors
 from mindtui.audience import Audience
+from mindtui.store.names import register_name_key
 
 # 'MNDT' as a 32-bit integer: lets us tell a mindtui store from any other SQLite file.
 APPLICATION_ID = 0x4D4E4454
@@ -82,6 +83,7 @@ def open_database(
     except apsw.CantOpenError as exc:
         raise DatabaseError(f"{path}: cannot open ({exc})") from exc
     _load_sqlite_vec(conn)
+    register_name_key(conn)  # migration 0008 needs it
     if migrate and not readonly:
         from mindtui.store.migrate import apply_migrations
 

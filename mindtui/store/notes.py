@@ -8,6 +8,8 @@ from typing import Iterable
 
 import apsw
 
+from mindtui.store.names import insert_names
+
 
 @dataclass(frozen=True)
 class NoteState:
@@ -120,6 +122,7 @@ def insert_note(conn: apsw.Connection, note: NoteRecord) -> None:
             json.dumps(note.warnings, ensure_ascii=False), note.indexed_at, note.parsed_with,
         ),
     )
+    insert_names(conn, note.note_id, note.path, note.title, note.aliases)
 
 
 def insert_chunks(conn: apsw.Connection, note_id: str, chunks: Iterable[ChunkRecord]) -> None:
