@@ -78,11 +78,13 @@ def notes_named(conn: apsw.Connection, name: str) -> tuple[str, list[NamedNote]]
 
 
 def alias_owners(conn: apsw.Connection, names: Iterable[str]) -> dict[str, list[NamedNote]]:
-    """exact_key(name) -> the notes that carry it as an alias, for each name that is one."""
-    keys = sorted({exact_key(_stem(name)) for name in names})
+    """name -> the notes that carry it as an alias (compared as exact_key, `.md` dropped), for
+    each of the names that is an alias."""
+    keys = {name: exact_key(_stem(name)) for name in names}
+    wanted = sorted(set(keys.values()))
     owners: dict[str, list[NamedNote]] = {}
-    for start in range(0, len(keys), 500):  # bound parameters per statement
-        part = keys[start:start + 500]
+    for start in range(0, len(wanted), 500):  # bound parameters per statement
+        part = wanted[start:start + 500]
         where = f"k.how = 'alias' AND k.key IN ({','.join('?' * len(part))})"
         owners.update(_grouped(conn.execute(_NAMED.format(group="k.key", where=where), part)))
-    return owners
+    return {name: owners[key] for name, key in keys.items() if key in owners}
