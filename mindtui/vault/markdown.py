@@ -27,6 +27,7 @@ from mindtui.vault.links import LinkRef
 
 BINARY_SNIFF_BYTES = 8192
 
+_BACKTICK_RUN = re.compile(r"`+")
 _OBSIDIAN_COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.DOTALL)
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _INLINE_TAG = re.compile(r"(?:(?<=\s)|(?<=^))#([^\s#.,;:!?()\[\]{}\"'`|*<>=+]+)", re.MULTILINE)
@@ -82,6 +83,9 @@ def _code_span_parser() -> MarkdownIt:
     md.inline.ruler.enableOnly(["text", "newline", "escape", "backticks", "autolink", "html_inline"])
     md.inline.ruler.at("backticks", _located_backtick)
     md.inline.ruler2.enableOnly([])
+    # Plain text runs up to a character one of these rules starts at (by default also every
+    # `[`, `-`, `:`, ... of a line full of links, each tried against every rule).
+    md.inline.terminator_re = re.compile(r"[`\\\n<]")
     return md
 
 
@@ -187,6 +191,13 @@ def _code_spans(token: Token, lines: list[str]) -> list[tuple[int, int, int]]:
     return cells
 
 
+def _may_hold_code(text: str) -> bool:
+    """A code span opens and closes with backtick runs of one length: without two runs of the same
+    length there is none (most prose with a lone ` or a ``` mention), and the parser is not run."""
+    lengths = [len(run) for run in _BACKTICK_RUN.findall(text)]
+    return len(set(lengths)) < len(lengths)
+
+
 def _blank_columns(line: str, lo: int, hi: int) -> str:
     return line[:lo] + " " * (hi - lo) + line[hi:] if hi > lo else line
 
@@ -217,7 +228,7 @@ def _read_body(body: str) -> _Body:
             fences.append((token.map[0], token.map[1]))
             for line_no in range(token.map[0], min(token.map[1], len(code))):
                 code[line_no] = " " * len(code[line_no])
-        elif token.type == "inline" and token.map and "`" in token.content:
+        elif token.type == "inline" and token.map and "`" in token.content and _may_hold_code(token.content):
             for line_no, lo, hi in _code_spans(token, lines):
                 code[line_no] = _blank_columns(code[line_no], lo, hi)
     masked = "\n".join(code)
