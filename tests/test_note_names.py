@@ -64,6 +64,8 @@ def test_an_agent_finds_no_hidden_note_by_any_name(named, db_path):
     try:
         assert notes_named(agent, "Versteck") == notes_named(agent, "Geheim") == ("", [])
         assert alias_owners(agent, ["Versteck"]) == {}
+        # Nor by reading the table itself: an agent's connection has a view of it, like every table.
+        assert agent.execute("SELECT count(*) FROM note_names WHERE key IN ('versteck', 'geheim')").fetchone() == (0,)
     finally:
         agent.close()
 
