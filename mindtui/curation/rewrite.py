@@ -26,14 +26,19 @@ class Retarget:
     matches: Callable[[str], bool]
     wikilink_target: str
     vault_path: str
+    # A wikilink without a label keeps showing the name it was written with: [[Leah]] -> [[Leah Ferguson|Leah]].
+    name_as_label: bool = False
 
 
-def _wikilink(inner: str, change: Retarget) -> str | None:
+def _wikilink(inner: str, change: Retarget, in_table: bool) -> str | None:
     sep = "\\|" if "\\|" in inner else "|"
     target, has_label, label = inner.partition(sep)
     path, has_sub, sub = target.partition("#")
     if not change.matches(path.strip()):
         return None
+    if not has_label and change.name_as_label:
+        # A table's cells split at a bare |: a label added there is escaped.
+        has_label, label, sep = True, path.strip(), "\\|" if in_table else "|"
     return change.wikilink_target + (f"#{sub}" if has_sub else "") + (f"{sep}{label}" if has_label else "")
 
 
@@ -50,8 +55,9 @@ def _rewrite_line(line: str, scan: str, note_dir: str, change: Retarget, markdow
     """Replace the matching links of `line`, found in `scan` (the same columns, code blanked);
     markdown links too when `markdown` (the body, not the frontmatter)."""
     spans: list[tuple[int, int, str]] = []
+    in_table = line.lstrip().startswith("|")
     for match in WIKILINK.finditer(scan):
-        inner = _wikilink(line[match.start(2):match.end(2)], change)
+        inner = _wikilink(line[match.start(2):match.end(2)], change, in_table)
         if inner is not None:
             spans.append((match.start(2), match.end(2), inner))
     if markdown and "](" in scan:

@@ -16,8 +16,7 @@ from mindtui.config import Settings
 from mindtui.errors import NoteNotFound
 from mindtui.graph.change_graph import OUTSIDE_PREFIX, confidence_of
 from mindtui.graph.suggest import best_cosine, cascade, fuse, shared_link_scores, similar_notes
-from mindtui.text.names import exact_key
-from mindtui.store import graph_store
+from mindtui.store import graph_store, names
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
 
 GROUPS = ("links_out", "backlinks", "relations", "type_defaults", "change", "search", "suggestions")
@@ -43,28 +42,14 @@ class Neighbour:
 
 
 def find_note(conn: apsw.Connection, name: str) -> graph_store.NoteRef:
-    """NOTE as a note_id, vault path (with or without .md), title or alias; never a guess."""
-    refs = graph_store.all_note_refs(conn)
-    text = name.strip()
-    for ref in refs:
-        if ref.note_id == text:
-            return ref
-    key = exact_key(text[:-3] if text.lower().endswith(".md") else text)
-
-    def stem(path: str) -> str:
-        return exact_key(path[:-3] if path.lower().endswith(".md") else path)
-
-    for how, matches in (
-            ("path", [r for r in refs if stem(r.path) == key]),
-            ("title", [r for r in refs if exact_key(r.title) == key]),
-            ("alias", [r for r in refs if any(exact_key(a) == key for a in r.aliases)]),
-            ("file name", [r for r in refs if stem(r.path).rpartition("/")[2] == key])):
-        if len(matches) == 1:
-            return matches[0]
-        if len(matches) > 1:
-            listed = ", ".join(r.path for r in matches[:8])
-            raise NoteNotFound(f"{name!r} is ambiguous: {len(matches)} notes match by {how}: {listed}; "
-                                  "give the vault path")
+    """NOTE as a note_id, vault path (with or without .md), title, alias or file name; never a guess."""
+    how, found = names.notes_named(conn, name)
+    if len(found) == 1:
+        return graph_store.NoteRef(found[0].note_id, found[0].path, found[0].title, found[0].aliases)
+    if found:
+        listed = ", ".join(note.path for note in found[:8])
+        raise NoteNotFound(f"{name!r} is ambiguous: {len(found)} notes match by {how}: {listed}; "
+                           "give the vault path")
     raise NoteNotFound(f"no note {name!r} (tried note id, path, title, alias and file name)")
 
 

@@ -15,6 +15,7 @@ import sqlite_vec
 
 from mindtui import errors
 from mindtui.audience import Audience
+from mindtui.store.names import register_name_key
 
 # 'MNDT' as a 32-bit integer: lets us tell a mindtui store from any other SQLite file.
 APPLICATION_ID = 0x4D4E4454
@@ -88,6 +89,7 @@ def open_database(
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA temp_store=MEMORY")
         _load_sqlite_vec(conn)
+        register_name_key(conn)  # migration 0010 needs it
         _upgrade(conn, path, migrate=migrate, audience=audience)
     except BaseException as exc:
         if conn is not None:

@@ -8,6 +8,7 @@ from typing import Iterable
 
 import apsw
 
+from mindtui.store.names import insert_names
 from mindtui.store.visibility import model_readable
 
 
@@ -123,6 +124,7 @@ def insert_note(conn: apsw.Connection, note: NoteRecord) -> None:
             json.dumps(note.warnings, ensure_ascii=False), note.indexed_at, note.parsed_with,
         ),
     )
+    insert_names(conn, note.note_id, note.path, note.title, note.aliases)
 
 
 def insert_chunks(conn: apsw.Connection, note_id: str, chunks: Iterable[ChunkRecord]) -> None:

@@ -115,6 +115,7 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
     return [
         f"CREATE TEMP VIEW notes AS SELECT n.* FROM main.notes n WHERE {visible_note}",
         f"CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE {_visible('c.note_id')}",
+        f"CREATE TEMP VIEW note_names AS SELECT k.* FROM main.note_names k WHERE {_visible('k.note_id')}",
         # `detail` may list the candidates of an ambiguous link, hidden ones among them.
         f"CREATE TEMP VIEW note_links AS SELECT {link_columns} FROM main.note_links l WHERE {_visible('l.note_id')}",
         # A change edge is owned by its work log: hidden with it, and with no owner (a log outside

@@ -91,10 +91,20 @@ def _ref(match: re.Match[str], line_text: str, line_no: int, relation: str, sign
     )
 
 
+def is_url(raw: str) -> bool:
+    """A link target that is a web address or another scheme's (also when written `((https://…`,
+    a typo Obsidian reads as text): never a note path."""
+    bare = raw.lstrip("(<").strip()
+    return bool(_SCHEME.match(bare)) or "://" in raw or bare.lower().startswith("www.")
+
+
 def markdown_link_target(raw: str, note_dir: str) -> str | None:
-    """A markdown link's target as a vault path, or None for URLs and in-page anchors."""
+    """A markdown link's target as a link path, or None for URLs and in-page anchors. Obsidian
+    resolves `[x](Name)` like `[[Name]]` (vault path, path from the note's folder, unique file
+    name, vault-wide), so the path comes back as written; only `./` and `../` paths, which
+    name the note's own folder, come back joined to it, and `/path` from the vault root."""
     raw = raw[1:-1] if raw.startswith("<") else raw
-    if not raw or raw.startswith("#") or _SCHEME.match(raw):
+    if not raw or raw.startswith("#") or is_url(raw):
         return None
     raw = unquote(raw)
     path, _, _ = raw.partition("#")
@@ -102,15 +112,17 @@ def markdown_link_target(raw: str, note_dir: str) -> str | None:
         return None
     if path.startswith("/"):
         return path.lstrip("/")
-    joined = posixpath.normpath(posixpath.join(note_dir, path)) if note_dir else posixpath.normpath(path)
-    return joined
+    if path.startswith(("./", "../")):
+        return posixpath.normpath(posixpath.join(note_dir, path)) if note_dir else posixpath.normpath(path)
+    return path
 
 
 def references_in_line(masked: str, line_text: str, line_no: int, note_dir: str) -> list[LinkRef]:
     """Plain links (wikilinks and markdown links to vault files) in one line."""
     refs = [
-        _ref(m, line_text, line_no, LINKS_TO, "wikilink", "wikilink", WIKILINK_CONFIDENCE)
-        for m in WIKILINK.finditer(masked)
+        ref for m in WIKILINK.finditer(masked)
+        if "://" not in (ref := _ref(m, line_text, line_no, LINKS_TO, "wikilink", "wikilink",
+                                     WIKILINK_CONFIDENCE)).target_path  # [[https://…]] names no note
     ]
     if "](" in masked:
         for m in MARKDOWN_LINK.finditer(masked):

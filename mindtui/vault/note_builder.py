@@ -20,7 +20,9 @@ from mindtui.vault.types import TypeRegistry
 # Bump when parsing or chunking changes meaning: the importer then re-reads every file.
 PARSER_VERSION = 5  # 2: id-like titles out of the embedded passage; 3: strict consent flags, private folders;
 # 4: anchor-text rows (a re-read builds them for a database migrated from before); 5: the token estimate
-# counts letters outside ASCII and äöüß one by one and word-initial symbols twice (chunks are cut again)
+# counts letters outside ASCII and äöüß one by one and word-initial symbols twice (chunks are cut again);
+# links as Obsidian reads them (code spans from markdown-it, %% only outside code, markdown links by name,
+# no alias resolution)
 
 
 def import_fingerprint(registry: TypeRegistry) -> str:
