@@ -74,7 +74,7 @@ def test_migration_fills_the_names_of_a_database_from_before(named, db_path):
     """The backfill keys names exactly as the importer does (casefold, single spaces: SQL's
     lower() would keep Ü and Ä)."""
     written = _names(named)
-    named.execute("DROP TABLE note_names; PRAGMA user_version = 7")
+    named.execute("DROP TABLE note_names; PRAGMA user_version = 9")  # as before migration 0010
     reopened = open_database(db_path)  # migrates 0010 again
     try:
         assert _names(reopened) == written
