@@ -25,7 +25,7 @@ from mindtui.tui.knowledge_screen import KnowledgeScreen
 from mindtui.tui.note_screen import NoteScreen
 from mindtui.tui.search_screen import DEBOUNCE_S, SearchScreen
 from mindtui.tui.status import StatusInfo, status_line
-from mindtui.tui.worker_errors import ReportsWorkerErrors
+from mindtui.tui.worker_errors import ReportsWorkerErrors, error_text, traceback_text
 
 if TYPE_CHECKING:
     from mindtui.service import Service
@@ -77,6 +77,8 @@ class MindtuiApp(ReportsWorkerErrors, App[int]):
         self.status_info: StatusInfo | None = None
         self.pending_note: str | None = None  # the note the Note mode shows next
         self.pending_item: int | None = None  # the knowledge item the Knowledge mode selects next
+        self.errors: list[str] = []  # tracebacks of errors the app survived: written to stderr at exit
+        self.jobs: list = []  # the JobProcess children started from the Jobs mode
 
     # -- lifetime ------------------------------------------------------------------------
     @property
@@ -97,6 +99,25 @@ class MindtuiApp(ReportsWorkerErrors, App[int]):
         if self.load_model:
             # After the first paint: the screen is up before llama.cpp starts reading the model.
             self.call_after_refresh(self.preload_model)
+
+    def report_error(self, node, error: Exception) -> None:
+        """An exception in a handler or action of `node` (see worker_errors.SurvivesErrors): said
+        in a notification, kept for stderr; the app and the node go on."""
+        self.errors.append(traceback_text(error))
+        where = type(node).__name__.removesuffix("Screen") or "app"
+        self.notify(f"{where}: {error_text(error)} (the app goes on; the details are printed when it exits)",
+                    title="error", severity="error", timeout=10)
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An error the app cannot survive (outside any handler): Textual exits with code 1; a job
+        child started here is told to stop at its next safe point first (it would run on unseen)."""
+        self.stop_jobs()
+        super()._handle_exception(error)
+
+    def stop_jobs(self) -> None:
+        for process in self.jobs:
+            if process.running:
+                process.cancel()
 
     def on_unmount(self) -> None:
         if self._owns_service and self._service is not None:

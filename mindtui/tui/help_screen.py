@@ -8,6 +8,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from mindtui.tui.worker_errors import SurvivesErrors
+
 KEY_NAMES = {"question_mark": "?", "left_square_bracket": "[", "right_square_bracket": "]", "slash": "/"}
 
 
@@ -38,7 +40,7 @@ def help_text(screen: Screen, app: App) -> str:
     return "\n".join(lines)
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(SurvivesErrors, ModalScreen[None]):
     CSS_PATH = "picker.tcss"
     BINDINGS = [Binding("escape,question_mark,q,f1", "close", "Close")]
 
