@@ -115,6 +115,12 @@ class Service:
                 result.explain = public_explain(result.explain)
         return response
 
+    def search_count(self, query: str, options: SearchOptions | None = None) -> int:
+        """How many notes the query's words match, with the options' filters (a front end shows
+        "20 of 3,412"): full text only, as the audience may see them."""
+        with self._pool.connection() as pooled:
+            return self._engine(pooled).count(query, options or SearchOptions())
+
     def note(self, name: str, *, with_chunks: bool = True) -> views.NoteView:
         """A note by path, title, alias or id: its facts, its text (from the vault file when it
         still matches the index) and its chunks. NoteNotFound for a note the audience may not see."""

@@ -21,6 +21,7 @@ from mindtui.config import Settings
 from mindtui.tui.curation_screen import CurationScreen
 from mindtui.tui.help_screen import HelpScreen
 from mindtui.tui.jobs_screen import JobsScreen
+from mindtui.tui.key_order import KeepsKeyOrder
 from mindtui.tui.knowledge_screen import KnowledgeScreen
 from mindtui.tui.note_screen import NoteScreen
 from mindtui.tui.search_screen import DEBOUNCE_S, SearchScreen
@@ -41,7 +42,7 @@ class StatusRead(Message):
         self.info = info
 
 
-class MindtuiApp(ReportsWorkerErrors, App[int]):
+class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
     TITLE = "mindtui"
     CSS_PATH = "app.tcss"
     MODES = {"search": SearchScreen, "note": NoteScreen, "curation": CurationScreen, "jobs": JobsScreen,
