@@ -73,6 +73,11 @@ class ActionOutcome:
         return dict(self.__dict__)
 
 
+def kind_actions() -> dict[str, list[dict]]:
+    """Every kind's actions (name, key, description, args): what a front end can offer by name."""
+    return {name: [action.as_dict() for action in kind.actions] for name, kind in KINDS.items()}
+
+
 def card_of(item: CurationItem) -> Card:
     kind = kind_of(item.kind)
     subject, description = kind.summary(item)

@@ -7,7 +7,9 @@ line every screen shows; it loads the embedding model in the background after th
 
 from __future__ import annotations
 
+import sys
 import threading
+from functools import partial
 from typing import TYPE_CHECKING, Iterable
 
 from textual import on, work
@@ -54,8 +56,11 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
         Binding("q", "quit", "Quit", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("f1", "help", "Help", show=False),
-        *[Binding(key, f"mode('{mode}')", label, show=False) for mode, key, label in MODE_KEYS],
-        *[Binding(str(number), f"mode('{mode}')", label, show=False)
+        *[Binding(key, f"mode('{mode}')", f"{label} mode", show=False) for mode, key, label in MODE_KEYS],
+        # alt+N has a character: without priority a focused text field would type it.
+        *[Binding(f"alt+{number}", f"mode('{mode}')", f"{label} mode", show=False, priority=True)
+          for number, (mode, _, label) in enumerate(MODE_KEYS, start=1)],
+        *[Binding(str(number), f"mode('{mode}')", f"{label} mode", show=False)
           for number, (mode, _, label) in enumerate(MODE_KEYS, start=1)],
     ]
 
@@ -181,13 +186,26 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
             self.switch_mode("knowledge")
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Every action of every mode, by name: run in its mode (switched to first)."""
         yield from super().get_system_commands(screen)
         for mode, key, label in MODE_KEYS:
             yield SystemCommand(f"Mode: {label}", f"switch to the {label} mode ({key})",
                                 lambda mode=mode: self.action_mode(mode))
         yield SystemCommand("Help: key bindings", "every key of this screen and the app (? or F1)", self.action_help)
-        for name, description, action in getattr(screen, "palette_commands", lambda: [])():
-            yield SystemCommand(name, description, action)
+        for mode, screen_class in self.MODES.items():
+            for name, description, action in screen_class.PALETTE:
+                yield SystemCommand(name, description, partial(self.run_in_mode, mode, action))
+        service = sys.modules.get("mindtui.service")  # not imported yet in the first moments: later then
+        for kind, actions in (service.curation_kind_actions() if service else {}).items():
+            for action in actions:
+                yield SystemCommand(f"Card: {action['name']} ({kind.replace('_', ' ')})",
+                                    f"{action['description']} ({action['key']})",
+                                    partial(self.run_in_mode, "curation", f"card('{kind}', '{action['name']}')"))
+
+    async def run_in_mode(self, mode: str, action: str) -> None:
+        if mode != self.current_mode:
+            await self.switch_mode(mode)
+        await self.screen.run_action(action)
 
 
 def make_app(settings: Settings, *, service: "Service | None" = None, load_model: bool = True,

@@ -40,6 +40,11 @@ def card_detail(card) -> str:
 
 class CurationScreen(ReportsWorkerErrors, Screen):
     CSS_PATH = "curation_screen.tcss"
+    KEY_NOTES = [("c, r, d, p, a, s, i, k, l, t, m, e", "the selected card's actions: each kind lists its own "
+                  "(the card shows them; README Curation queue)")]
+    PALETTE = [("Curation: undo", "undo the last curation action and its file change (u)", "undo"),
+               ("Curation: next kind", "show one kind of card at a time (ctrl+t)", "next_kind"),
+               ("Curation: reload", "read the queue again (ctrl+l)", "reload")]
     BINDINGS = [
         Binding("u", "undo", "Undo"),
         Binding("ctrl+t", "next_kind", "Kind filter"),
@@ -61,6 +66,8 @@ class CurationScreen(ReportsWorkerErrors, Screen):
         self.cards: list = []
         self.counts: dict[str, int] = {}
         self.kind: str | None = None
+        self.queue_loaded = False
+        self._card_asked: tuple[str, str] | None = None  # a palette's card action before the queue came
 
     def compose(self) -> ComposeResult:
         yield Static("", id="curation-counts")
@@ -104,6 +111,11 @@ class CurationScreen(ReportsWorkerErrors, Screen):
             header = f"{total} open  ·  {per_kind or 'nothing to decide'}"
         self.query_one("#curation-counts", Static).update(header)
         self._show_detail()
+        self.queue_loaded = True
+        if self._card_asked is not None:
+            kind, name = self._card_asked
+            self._card_asked = None
+            self.action_card(kind, name)
 
     @on(OptionList.OptionHighlighted, "#cards")
     def _highlighted(self) -> None:
@@ -201,10 +213,18 @@ class CurationScreen(ReportsWorkerErrors, Screen):
         card = self.selected()
         return [(action["key"], f"{action['name']}: {action['description']}") for action in card.actions] if card else []
 
-    def palette_commands(self):
+    def action_card(self, kind: str, name: str) -> None:
+        """A card action from the palette: on the selected card if it is of that kind, else on
+        the first open card of the kind."""
+        if not self.queue_loaded:
+            self._card_asked = (kind, name)
+            return
         card = self.selected()
-        own = [(f"Card: {action['name']}", f"{action['description']} ({action['key']})",
-                lambda action=action: self._start(card, action)) for action in (card.actions if card else [])]
-        return own + [
-            ("Curation: undo", "undo the last curation action and its file change (u)", self.action_undo),
-            ("Curation: next kind", "show one kind of card at a time (ctrl+t)", self.action_next_kind)]
+        if card is None or card.kind != kind:
+            card = next((c for c in self.cards if c.kind == kind), None)
+        action = next((a for a in card.actions if a["name"] == name), None) if card else None
+        if card is None or action is None:
+            self.notify(f"no open {kind.replace('_', ' ')} card here", severity="warning")
+            return
+        self.query_one("#cards", OptionList).highlighted = self.cards.index(card)
+        self._start(card, action)

@@ -137,6 +137,10 @@ class StepRow(Horizontal):
 
 class JobsScreen(ReportsWorkerErrors, Screen):
     CSS_PATH = "jobs_screen.tcss"
+    PALETTE = [*[(f"Job: {label}", f"run the {job} job in the background ({key})", f"start('{job}')")
+                 for key, job, _, label in JOB_KEYS],
+               ("Job: cancel", "stop the running job at a safe point (c)", "cancel"),
+               ("Job: reload the history", "read the history of runs again (r)", "reload")]
     BINDINGS = [
         *[Binding(key, f"start('{job}')", label) for key, job, _, label in JOB_KEYS],
         Binding("c", "cancel", "Cancel"),
@@ -275,8 +279,3 @@ class JobsScreen(ReportsWorkerErrors, Screen):
         row = StepRow(step)
         self.query_one("#job-steps").mount(row)
         return row
-
-    def palette_commands(self):
-        commands = [(f"Job: {label}", f"run the {job} job in the background ({key})",
-                     lambda job=job: self.action_start(job)) for key, job, _, label in JOB_KEYS]
-        return commands + [("Job: cancel", "stop the running job at a safe point (c)", self.action_cancel)]

@@ -53,6 +53,14 @@ def entry_detail(group: str, entry) -> str:
 
 class NoteScreen(ReportsWorkerErrors, Screen):
     CSS_PATH = "note_screen.tcss"
+    PALETTE = [("Note: follow a link", "pick one of this note's wikilinks (l)", "links"),
+               ("Note: edit in $EDITOR", "open the file, re-import it afterwards (e)", "edit"),
+               ("Note: copy [[link]]", "copy a wikilink to this note (y, OSC 52)", "copy_link"),
+               ("Note: next chunk", "show the next chunk (n)", "chunk(1)"),
+               ("Note: previous chunk", "show the previous chunk (p)", "chunk(-1)"),
+               ("Note: whole note", "show the whole note again (a)", "whole"),
+               ("Note: back", "the note before in the history ([)", "back"),
+               ("Note: forward", "the next note in the history (])", "forward")]
     BINDINGS = [
         Binding("n", "chunk(1)", "Next chunk"),
         Binding("p", "chunk(-1)", "Prev chunk"),
@@ -283,13 +291,3 @@ class NoteScreen(ReportsWorkerErrors, Screen):
             self.app.call_from_thread(self.notify, f"re-import: {result.steps[0].error}", severity="error")
         if note_id:
             self.post_message(self.Open(note_id, remember=False))
-
-    def palette_commands(self):
-        return [("Note: follow a link", "pick one of this note's wikilinks (l)", self.action_links),
-                ("Note: edit in $EDITOR", "open the file, re-import it afterwards (e)", self.action_edit),
-                ("Note: copy [[link]]", "copy a wikilink to this note (y, OSC 52)", self.action_copy_link),
-                ("Note: next chunk", "show the next chunk (n)", lambda: self.action_chunk(1)),
-                ("Note: previous chunk", "show the previous chunk (p)", lambda: self.action_chunk(-1)),
-                ("Note: whole note", "show the whole note again (a)", self.action_whole),
-                ("Note: back", "the note before in the history ([)", self.action_back),
-                ("Note: forward", "the next note in the history (])", self.action_forward)]

@@ -10,8 +10,8 @@ from textual.widgets import OptionList
 
 class ResultList(OptionList):
     BINDINGS = [
-        Binding("g", "first", "First", show=False),
-        Binding("G", "last", "Last", show=False),
+        Binding("g,home", "first", "First result", show=False),
+        Binding("G,end", "last", "Last result (the next page loads)", show=False),
     ]
 
     class LeftAtTop(Message):

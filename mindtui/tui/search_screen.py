@@ -95,6 +95,10 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         Binding("enter", "open", "Open", show=False),
     ]
     CSS_PATH = "search_screen.tcss"
+    KEYED_WIDGETS = (ResultList,)  # its keys are listed with the screen's (help, README)
+    PALETTE = [("Search: toggle filters", "filter by type, tag and path (ctrl+f)", "toggle_filters"),
+               ("Search: toggle explain", "why the selected result ranks where it does (ctrl+r)", "toggle_explain"),
+               ("Search: open the result", "open the selected result (Enter)", "open")]
 
     class Answer(Message):
         def __init__(self, generation: int, kind: str, query: str, response: SearchResponse,
@@ -347,8 +351,3 @@ class SearchScreen(ReportsWorkerErrors, Screen):
             self.app.open_item(result.item_id)
         else:
             self.app.open_note(result.note_id)
-
-    def palette_commands(self):
-        return [("Search: toggle filters", "filter by type, tag and path (ctrl+f)", self.action_toggle_filters),
-                ("Search: toggle explain", "why the selected result ranks where it does (ctrl+r)",
-                 self.action_toggle_explain)]
