@@ -9,6 +9,7 @@ import pytest
 from tui_support import build_fixed_db, owner_service, pilot_app, settle
 
 from mindtui.store import open_database
+from mindtui.tui.confirm_writes import ConfirmWrites
 from mindtui.tui.help_screen import HelpScreen
 from mindtui.tui.note_screen import NoteScreen
 from mindtui.tui.picker import PickerScreen
@@ -251,6 +252,10 @@ async def test_a_curation_card_resolved_by_keyboard_changes_database_and_file_an
         await settle(pilot)
         assert picker.results and picker.results[0].title == "Zettelkasten"
         await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmWrites)  # the rewrite of the source note, as a diff
+        assert [w.path for w in app.screen.writes] == [card.payload["source_path"]]
+        await pilot.press("y")
         await settle(pilot)
         assert app.screen is screen
         assert service.curation_card(card.item_id).status == "resolved"

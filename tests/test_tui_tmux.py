@@ -81,6 +81,8 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
     pane.keys("p")  # pick the intended note
     pane.wait_for("pick: one of the candidate notes")  # the picker titled by the action and its argument
     pane.keys("Enter")
+    pane.wait_for(f"modify {card.payload['source_path']}")  # the planned rewrite, as a diff
+    pane.keys("y")
     pane.wait_for("the link now names")
 
     with owner_service(db_path) as service:

@@ -310,6 +310,12 @@ class Service:
         self._owner_only("the curation queue")
         return self._curation.resolve(item_id, action, args)
 
+    def curation_preview(self, item_id: int, action: str, **args) -> list:
+        """A dry run of curation_resolve for an action marked `confirm` (it writes vault files beyond
+        one added link): the files it would write (PlannedWrite: path, change, before, after, diff)."""
+        self._owner_only("the curation queue")
+        return self._curation.preview(item_id, action, args)
+
     def curation_undo(self) -> ActionOutcome | None:
         """Reverse the latest answer (its file change too); None when there is nothing to undo."""
         self._owner_only("the curation queue")

@@ -131,6 +131,14 @@ class CurationDesk:
             notices = self._after(conn, ctx.vault, done)
         return ActionOutcome(item_id, action, done.item.status, done.message, done.files, notices)
 
+    def preview(self, item_id: int, action: str, args: dict) -> list[actions.PlannedWrite]:
+        """The vault writes an answer would make, made by nothing (a dry run of `resolve`)."""
+        with self.pool.connection() as pooled:
+            conn = pooled.conn
+            _, chosen = actions.answerable(conn, item_id, action)
+            ctx = EditContext(conn, self.settings, self._vault(conn))
+            return actions.preview(ctx, item_id, action, self._arguments(conn, chosen, args))
+
     def undo(self) -> ActionOutcome | None:
         with self.pool.connection() as pooled:
             conn = pooled.conn

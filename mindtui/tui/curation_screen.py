@@ -1,6 +1,8 @@
 """Curation mode: the queue of things mindtui is unsure about, most important first, one key
 per action. The card's own actions come from the service (a kind added later brings its
-actions along); `u` undoes the last action, file change included.
+actions along); `u` undoes the last action, file change included. An action that writes vault
+files beyond one added link (marked `confirm`) shows the service's dry run of its writes first
+and applies on `y` (ConfirmWrites); database-only answers take their one key.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from mindtui.tui.confirm_writes import ConfirmWrites
 from mindtui.tui.picker import Choice, NoteSearchPicker, PickerScreen, TextPrompt
 from mindtui.tui.status import StatusBar
 from mindtui.tui.worker_errors import ReportsWorkerErrors
@@ -55,6 +58,11 @@ class CurationScreen(ReportsWorkerErrors, Screen):
         def __init__(self, cards: list, counts: dict[str, int], select: int | None) -> None:
             super().__init__()
             self.cards, self.counts, self.select = cards, counts, select
+
+    class Planned(Message):
+        def __init__(self, item_id: int, action: str, args: dict, writes: list) -> None:
+            super().__init__()
+            self.item_id, self.action, self.args, self.writes = item_id, action, args, writes
 
     class Done(Message):
         def __init__(self, outcome) -> None:
@@ -151,6 +159,9 @@ class CurationScreen(ReportsWorkerErrors, Screen):
         self._collect(card, action, needed, {})
 
     def _collect(self, card, action: dict, needed: list[dict], collected: dict) -> None:
+        if not needed and action.get("confirm"):
+            self.preview(card.item_id, action["name"], collected)  # its files first, then ConfirmWrites
+            return
         if not needed:
             self.resolve(card.item_id, action["name"], collected)
             return
@@ -175,6 +186,19 @@ class CurationScreen(ReportsWorkerErrors, Screen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="curation-act")
     def resolve(self, item_id: int, action: str, args: dict) -> None:
         self.post_message(self.Done(self.app.service.curation_resolve(item_id, action, **args)))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="curation-act")
+    def preview(self, item_id: int, action: str, args: dict) -> None:
+        writes = self.app.service.curation_preview(item_id, action, **args)
+        self.post_message(self.Planned(item_id, action, args, writes))
+
+    @on(Planned)
+    def _planned(self, message: Planned) -> None:
+        def answered(apply: bool | None) -> None:
+            if apply:
+                self.resolve(message.item_id, message.action, message.args)
+
+        self.app.push_screen(ConfirmWrites(f"{message.action} card #{message.item_id}", message.writes), answered)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="curation-act")
     def undo(self) -> None:
