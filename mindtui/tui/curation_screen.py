@@ -19,10 +19,38 @@ from textual.widgets.option_list import Option
 
 from mindtui.tui.confirm_writes import ConfirmWrites
 from mindtui.tui.picker import Choice, NoteSearchPicker, PickerScreen, TextPrompt
-from mindtui.tui.status import StatusBar
+from mindtui.tui.status import StatusBar, cut
 from mindtui.tui.worker_errors import ReportsWorkerErrors
 
 QUEUE_LIMIT = 500
+
+
+SHORT_KINDS = {"unresolved_link": "unresolved", "ambiguous_link": "ambiguous", "link_suggestion": "suggested",
+               "mass_edit": "mass edit", "unresolved_entity": "entity", "duplicate": "dup",
+               "contradiction": "contra", "missing_quote": "quote", "gap_question": "gap", "stale": "stale"}
+
+
+def counts_header(counts: dict[str, int], kind: str | None, shown: int, width: int) -> str:
+    """The queue's header in `width` columns: every kind with its count, the names abbreviated
+    (then the spacing) when they do not fit, never a kind left out."""
+    total = sum(counts.values())
+    if kind:
+        for name in (kind.replace("_", " "), SHORT_KINDS.get(kind, kind)):
+            for hint in (" (ctrl+t: next kind)", " (ctrl+t)", ""):
+                header = f"showing {name}: {shown} of {total} open{hint}"
+                if len(header) <= width:
+                    return header
+        return cut(header, width)
+    present = sorted((k, n) for k, n in counts.items() if n)
+    if not present:
+        return f"{total} open  ·  nothing to decide"
+    tries = [("  ·  ", "  ", lambda k: k.replace("_", " ")), (" · ", "  ", lambda k: SHORT_KINDS.get(k, k)),
+             (" ", " ", lambda k: SHORT_KINDS.get(k, k)), (" ", " ", lambda k: SHORT_KINDS.get(k, k)[:3])]
+    for after_total, between, name in tries:
+        header = f"{total} open{after_total}" + between.join(f"{name(k)} {n}" for k, n in present)
+        if len(header) <= width:
+            return header
+    return cut(header, width)
 
 
 def card_prompt(card) -> str:
@@ -78,7 +106,7 @@ class CurationScreen(ReportsWorkerErrors, Screen):
         self._card_asked: tuple[str, str] | None = None  # a palette's card action before the queue came
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="curation-counts")
+        yield Static("", id="curation-counts", classes="one-line")
         with Horizontal(id="curation-body"):
             yield OptionList(id="cards")
             with VerticalScroll(id="card-scroll"):
@@ -109,21 +137,20 @@ class CurationScreen(ReportsWorkerErrors, Screen):
         if self.cards:
             index = next((i for i, c in enumerate(self.cards) if c.item_id == message.select), None)
             option_list.highlighted = index if index is not None else min(keep or 0, len(self.cards) - 1)
-        total = sum(self.counts.values())
-        if self.kind:  # first: a narrow terminal cuts the end of the line
-            header = (f"showing {self.kind.replace('_', ' ')}: {len(self.cards)} of {total} open "
-                      "(ctrl+t: next kind)")
-        else:
-            per_kind = "  ".join(f"{kind.replace('_', ' ')} {count}"
-                                 for kind, count in sorted(self.counts.items()) if count)
-            header = f"{total} open  ·  {per_kind or 'nothing to decide'}"
-        self.query_one("#curation-counts", Static).update(header)
+        self._show_header()
         self._show_detail()
         self.queue_loaded = True
         if self._card_asked is not None:
             kind, name = self._card_asked
             self._card_asked = None
             self.action_card(kind, name)
+
+    def _show_header(self) -> None:
+        header = counts_header(self.counts, self.kind, len(self.cards), self.size.width - 2)
+        self.query_one("#curation-counts", Static).update(header)
+
+    def on_resize(self) -> None:
+        self._show_header()
 
     @on(OptionList.OptionHighlighted, "#cards")
     def _highlighted(self) -> None:

@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Log, ProgressBar, Static
 
-from mindtui.tui.status import StatusBar
+from mindtui.tui.status import StatusBar, cut
 from mindtui.tui.worker_errors import ReportsWorkerErrors
 
 JOB_KEYS = (("n", "nightly", None, "Nightly"), ("i", "index", ["import"], "Import"),
@@ -58,7 +58,7 @@ def report_text(run: dict) -> str:
                          else f"  ! {warning}")
         others = {k: v for k, v in report.items() if k not in counts and k not in ("warnings", "traceback")}
         if others:
-            lines.append("  " + json.dumps(others, ensure_ascii=False, default=str)[:400])
+            lines.append("  " + cut(json.dumps(others, ensure_ascii=False, default=str), 400))
     return "\n".join(lines)
 
 
@@ -163,11 +163,11 @@ class JobsScreen(ReportsWorkerErrors, Screen):
         self.runs: list[dict] = []
 
     def compose(self) -> ComposeResult:
-        yield Static("n nightly · i import · m embed · g graph · c cancel", id="jobs-help")
+        yield Static("n nightly · i import · m embed · g graph · c cancel", id="jobs-help", classes="one-line")
         with Vertical(id="job-live"):
-            yield Static("no job running", id="job-state")
+            yield Static("no job running", id="job-state", classes="one-line")
             yield Vertical(id="job-steps")
-            yield Log(id="job-log", max_lines=200)
+            yield Log(id="job-log", max_lines=200, classes="hidden")  # shown with its first line
         with Horizontal(id="job-history-body"):
             yield DataTable(id="job-history", cursor_type="row", zebra_stripes=False)
             with VerticalScroll(id="job-report-scroll"):
@@ -179,7 +179,8 @@ class JobsScreen(ReportsWorkerErrors, Screen):
         table = self.query_one("#job-history", DataTable)
         table.add_columns("started", "job", "status", "time")
         self.load_history()
-        self.set_interval(TICK_S, self._tick)
+        if self.app.poll_status:  # the app's clock-driven updates (off in Pilot and snapshot tests)
+            self.set_interval(TICK_S, self._tick)
 
     def _tick(self) -> None:
         now = time.monotonic()
@@ -225,7 +226,7 @@ class JobsScreen(ReportsWorkerErrors, Screen):
             return
         steps = next(s for _, name, s, _ in JOB_KEYS if name == job)
         self.query_one("#job-steps").remove_children()
-        self.query_one("#job-log", Log).clear()
+        self.query_one("#job-log", Log).clear().add_class("hidden")
         self.query_one("#job-state", Static).update(f"{job}: starting…")
         self.run_job(job, steps)
 
@@ -258,7 +259,9 @@ class JobsScreen(ReportsWorkerErrors, Screen):
         elif kind in ("step", "progress", "step_done"):
             self._step_row(event["step"]).handle(event)
         elif kind in ("message", "log"):
-            self.query_one("#job-log", Log).write_line(event.get("text", ""))
+            log = self.query_one("#job-log", Log)
+            log.remove_class("hidden")
+            log.write_line(event.get("text", ""))
         elif kind == "result":
             state.update(f"{event.get('job')}: {'ok' if event.get('ok') else 'finished with problems'}")
         elif kind == "exit":

@@ -91,7 +91,7 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="/ filter by words, subject or type…", id="knowledge-filter", classes="hidden")
-        yield Static("", id="knowledge-counts")
+        yield Static("", id="knowledge-counts", classes="one-line")
         with Horizontal(id="knowledge-body"):
             yield OptionList(id="items")
             with VerticalScroll(id="item-scroll"):

@@ -126,7 +126,7 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         with Horizontal(id="filters", classes="hidden"):
             for name, hint in FILTERS:
                 yield Input(placeholder=hint, id=f"filter-{name}", classes="filter")
-        yield Static("", id="notice")
+        yield Static("", id="notice", classes="one-line")
         with Horizontal(id="search-body"):
             yield ResultList(id="results")
             yield Static("", id="explain", classes="hidden")
