@@ -74,6 +74,12 @@ def _mass_delete(parser: argparse.ArgumentParser) -> None:
                         help="let the import delete more than import.max_delete_fraction of the notes")
 
 
+def _budget(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    parser.add_argument("--budget", type=float, metavar="SECONDS", default=argparse.SUPPRESS if suppress else None,
+                        help="stop embedding cleanly after about this many seconds and report what remains "
+                             "(default: config jobs.embed_budget_s; 0 = no limit)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mindtui", parents=[_common(False), _reading(False), _progress(False)], epilog=EPILOG,
@@ -83,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--job", metavar="NAME", help="run a job headless (nightly) and exit")
     parser.add_argument("--vault", type=Path, help="the vault folder (default: config `vault`)")
     parser.add_argument("--steps", help="comma-separated steps of the job to run (default: all)")
+    _budget(parser, False)
     parser.add_argument("--allow-mass-delete", action="store_true", default=False,
                         help="let the import delete more than import.max_delete_fraction of the notes")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -98,9 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
                                "`mindtui` with no command opens it too when stdin and stdout are a terminal.")
     sub.add_parser("status", parents=[common, reading], help="what the database holds",
                    description="Counts of notes, chunks and edges, embedding coverage, models, the last job runs.")
-    sub.add_parser("embed", parents=[common, progress], help="embed chunks that have no vector yet",
-                   description="Embed exactly the chunks that lack a vector for the current model "
-                               "(resumable: a killed run continues where it stopped).")
+    embed = sub.add_parser("embed", parents=[common, progress], help="embed chunks that have no vector yet",
+                           description="Embed exactly the chunks that lack a vector for the current model, the "
+                                       "most recently edited notes first (resumable: a killed or budget-stopped "
+                                       "run continues where it stopped).")
+    _budget(embed, True)
 
     search = sub.add_parser("search", parents=[common, reading], help="hybrid search over the vault",
                             description="Find notes by words and meaning (BM25 + vectors, fused; reranked when "
@@ -369,6 +378,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = load_settings().with_overrides(db=str(args.db) if args.db else None)
+        if args.budget is not None:  # one setting carries it to the step (and to a job's child process)
+            settings = settings.with_values({"jobs": {"embed_budget_s": args.budget}}, "--budget")
         reading = not args.job and (args.command or "status") in READING
         if args.audience != Audience.OWNER.value and not reading:
             raise NotAllowed(f"--audience {args.audience}: only reading commands ({', '.join(READING)}) take an "

@@ -117,6 +117,11 @@ class RetentionSettings:
 
 
 @dataclass(frozen=True)
+class JobSettings:
+    embed_budget_s: float = setting(low=0.0)
+
+
+@dataclass(frozen=True)
 class CurationSettings:
     note_template: str | None = setting()
     new_note_folder: str = setting()
@@ -151,6 +156,7 @@ class Schema:
     graph: GraphSettings = setting()
     privacy: PrivacySettings = setting()
     retention: RetentionSettings = setting()
+    jobs: JobSettings = setting()
     curation: CurationSettings = setting()
     knowledge: KnowledgeSettings = setting()
 
@@ -340,6 +346,7 @@ class Settings:
         self.graph = schema.graph
         self.privacy = schema.privacy
         self.retention = schema.retention
+        self.jobs = schema.jobs
         self.curation = schema.curation
         self.knowledge = schema.knowledge
         self._schema = schema

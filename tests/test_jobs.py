@@ -34,7 +34,8 @@ def test_nightly_job_runs_its_steps_and_records_them(sample_vault, db_path, real
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["ok"] is True
-    assert [s["step"] for s in result["steps"]] == ["import", "embed", "graph", "consolidate", "gaps"]
+    assert [s["step"] for s in result["steps"]] == ["import", "embed", "graph", "consolidate", "gaps", "maintain"]
+    assert all(s["seconds"] > 0 for s in result["steps"])
     imported, embedded = result["steps"][0]["report"], result["steps"][1]["report"]
     assert imported["notes_added"] > 40
     # Every chunk is accounted for: embedded once per distinct text, or left out (ai_processing: none);

@@ -15,7 +15,7 @@ from pathlib import Path
 import apsw
 
 from mindtui.config import Settings
-from mindtui.curation.vault_edit import check_inside
+from mindtui.curation.vault_edit import check_inside, write_target
 from mindtui.errors import InputError
 from mindtui.store import curation_store
 from mindtui.store.curation_store import CurationItem
@@ -94,11 +94,18 @@ class EditContext:
     vault: Path | None  # the vault root (None when unknown: actions that touch files refuse)
 
     def vault_file(self, path: str) -> Path:
-        """The absolute path of a vault-relative one (EditRefused for a path that leaves the vault)."""
+        """The absolute path of a vault-relative one, to read (EditRefused for a path that leaves the vault)."""
+        return check_inside(self._root(), path)
+
+    def write_file(self, path: str) -> Path:
+        """Where a write to a vault-relative path goes: its real path (vault_edit.write_target)."""
+        return write_target(self._root(), path)
+
+    def _root(self) -> Path:
         if self.vault is None:
             raise InputError("the database does not say which vault it indexes: set `vault:` in the config or "
                              "run an import first")
-        return check_inside(self.vault, path)
+        return self.vault
 
 
 class Kind:

@@ -131,7 +131,7 @@ class UnresolvedLink(Kind):
         if excluded_by(path, ctx.settings.import_.exclude) is not None:
             raise EditRefused(f"{path} is in a folder import.exclude leaves out: the link would still not resolve; "
                               "set curation.new_note_folder or retarget the link")
-        if ctx.vault_file(path).exists():
+        if ctx.write_file(path).exists():
             raise EditRefused(f"{path} exists already (not a note the index knows); not overwritten")
         template, notice = load_template(ctx)
         text = render_template(template, path.rpartition("/")[2][:-3], datetime.datetime.now())

@@ -2,24 +2,20 @@
 
 Links are found as the importer finds them (code spans, code blocks and comments are not
 links): in the frontmatter as written, in the body through `markdown.reference_lines`, whose
-blanked copy keeps every column, so a match there is replaced in the file's own line. Labels,
-headings (`#h`, `#^block`), embeds (`!`), the table-escaped pipe (`\\|`), line endings and a byte
-order mark stay as they were.
+blanked copy keeps every column, so a match there is replaced in the file's own line (through
+`note_lines.edit_lines`: the rest of the file stays byte for byte). Labels, headings (`#h`,
+`#^block`), embeds (`!`) and the table-escaped pipe (`\\|`) stay as they were.
 """
 
 from __future__ import annotations
 
 import posixpath
-import re
 from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import quote, unquote
 
-from mindtui.curation.vault_edit import EditRefused
+from mindtui.curation.note_lines import NoteLines, edit_lines
 from mindtui.vault.links import MARKDOWN_LINK, WIKILINK, markdown_link_target
-from mindtui.vault.markdown import reference_lines
-
-_NEWLINE = re.compile(r"(\r\n|\r|\n)")
 
 
 @dataclass(frozen=True)
@@ -70,21 +66,15 @@ def _rewrite_line(line: str, scan: str, note_dir: str, change: Retarget, markdow
 
 def retarget_links(data: bytes, source_path: str, change: Retarget) -> tuple[bytes, int]:
     """(the new file bytes, how many links changed)."""
-    try:
-        raw = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise EditRefused(f"{source_path} is not valid UTF-8; edit its links by hand") from None
-    bom = "\ufeff" if raw.startswith("\ufeff") else ""
-    raw = raw[len(bom):]
-    start_line, body = reference_lines(raw.replace("\r\n", "\n").replace("\r", "\n"))
-    pieces = _NEWLINE.split(raw)
-    lines, seps = pieces[0::2], pieces[1::2]
     note_dir = source_path.rpartition("/")[0]
-    changed = 0
-    for index, line in enumerate(lines):
-        scan = line if index < start_line else body[index - start_line]
-        if "[[" in scan or "](" in scan:
-            lines[index], count = _rewrite_line(line, scan, note_dir, change, index >= start_line)
-            changed += count
-    out = "".join(line + (seps[i] if i < len(seps) else "") for i, line in enumerate(lines))
-    return (bom + out).encode("utf-8"), changed
+
+    def retarget(note: NoteLines) -> int:
+        changed = 0
+        for index, line in enumerate(note.lines):
+            scan = note.scan(index)
+            if "[[" in scan or "](" in scan:
+                note.lines[index], count = _rewrite_line(line, scan, note_dir, change, index >= note.start_line)
+                changed += count
+        return changed
+
+    return edit_lines(data, source_path, "edit its links", retarget)

@@ -8,6 +8,7 @@ recorded as cancelled, and the job stops there. The job succeeds only if every s
 from __future__ import annotations
 
 import datetime
+import time
 import traceback
 import uuid
 from dataclasses import dataclass, field
@@ -63,11 +64,14 @@ Step = Callable[[StepContext], dict]
 
 
 def import_step(ctx: StepContext) -> dict:
+    from mindtui.curation.actions import finish_pending
+    from mindtui.curation.kinds import EditContext
     from mindtui.curation.refresh import refresh
     from mindtui.curation.registry import LINK_KINDS
     from mindtui.vault.importer import VaultImporter
     from mindtui.vault.types import load_type_registry
 
+    finish_pending(EditContext(ctx.conn, ctx.settings, ctx.need_vault()))  # an answer killed before its files
     importer = VaultImporter(
         ctx.conn, ctx.need_vault(), load_type_registry(ctx.settings.types_file), ctx.settings,
         progress=lambda done, total, path: ctx.report_progress(done, total, path),
@@ -99,7 +103,7 @@ def embed_step(ctx: StepContext) -> dict:
         embedder = holder.embedder(ctx.settings, say=ctx.message)
         report = run_embed_sweep(ctx.conn, embedder, batch_size=ctx.settings.models.embed_batch,
                                  progress=lambda done, total, detail: ctx.report_progress(done, total, detail),
-                                 cancel=ctx.cancel)
+                                 cancel=ctx.cancel, budget_s=ctx.settings.jobs.embed_budget_s)
     finally:
         holder.release()
     for notice in report.notices:
@@ -158,9 +162,18 @@ def gaps_step(ctx: StepContext) -> dict:
     return refresh(ctx.conn, ctx.settings, kinds=GAP_KINDS).as_dict()
 
 
+def maintain_step(ctx: StepContext) -> dict:
+    """The full-text indexes' segments merged and the planner's statistics refreshed (last, once
+    the other steps have written)."""
+    from mindtui.store.maintenance import optimize
+
+    return optimize(ctx.conn)
+
+
 STEPS: dict[str, Step] = {"import": import_step, "embed": embed_step, "graph": graph_step,
-                          "consolidate": consolidate_step, "gaps": gaps_step}
-JOBS: dict[str, list[str]] = {"nightly": ["import", "embed", "graph", "consolidate", "gaps"], "index": ["import"],
+                          "consolidate": consolidate_step, "gaps": gaps_step, "maintain": maintain_step}
+JOBS: dict[str, list[str]] = {"nightly": ["import", "embed", "graph", "consolidate", "gaps", "maintain"],
+                              "index": ["import"],
                               "embed": ["embed"], "graph": ["graph"], "knowledge": ["consolidate", "gaps"]}
 
 
@@ -171,6 +184,7 @@ class StepResult:
     report: dict
     error: str | None
     run_id: int
+    seconds: float = 0.0
 
 
 @dataclass
@@ -190,7 +204,8 @@ class JobResult:
     def as_dict(self) -> dict:
         return {
             "job": self.job, "batch_id": self.batch_id, "ok": self.ok,
-            "steps": [{"step": s.step, "status": s.status, "error": s.error, "report": s.report} for s in self.steps],
+            "steps": [{"step": s.step, "status": s.status, "error": s.error, "seconds": round(s.seconds, 3),
+                       "report": s.report} for s in self.steps],
         }
 
 
@@ -256,6 +271,7 @@ def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
                 run_id = job_store.start_step(conn, result.batch_id, job, name)
                 hooks.step_started(name)
                 status, report, error = "ok", {}, None
+                began = time.monotonic()
                 try:
                     report = table[name](ctx)
                 except Cancelled as exc:
@@ -268,7 +284,7 @@ def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
                         report["traceback"] = traceback.format_exc(limit=8)
                 rollback_open_transaction(conn)
                 job_store.finish_step(conn, run_id, status, report, error)
-                result.steps.append(StepResult(name, status, report, error, run_id))
+                result.steps.append(StepResult(name, status, report, error, run_id, time.monotonic() - began))
                 hooks.step_finished(result.steps[-1])
                 if status == "cancelled":
                     break

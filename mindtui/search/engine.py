@@ -23,7 +23,7 @@ from mindtui.search.snippets import highlight_spans, snippet
 from mindtui.store import knowledge_store
 from mindtui.store import search_store as store
 from mindtui.store import vectors as vector_store
-from mindtui.store.meta import data_version
+from mindtui.store.meta import EMBED_REMAINING_KEY, data_version, get_meta
 from mindtui.store.visibility import audience_of
 from mindtui.text import analysis
 from mindtui.text.names import exact_key, passage_text
@@ -158,6 +158,10 @@ class SearchEngine:
             if not store.has_vectors(self.conn, embedder.model_id):
                 notices.append("no vectors yet (run `mindtui embed`); full-text results only")
                 return None
+            remaining = get_meta(self.conn, EMBED_REMAINING_KEY)
+            if remaining and remaining != "0":
+                notices.append(f"{remaining} passages are not embedded yet (the next embedding run continues); "
+                               "they are found by their words only")
             return embedder.model_id, embedder.embed_query(query)
         except ModelUnavailableError as exc:
             notices.append(f"vector search unavailable ({exc}); full-text results only")

@@ -19,7 +19,7 @@ from mindtui.config import Settings
 from mindtui.errors import NoteNotFound, NotAllowed
 from mindtui.graph.neighbours import GROUPS, find_note, neighbours
 from mindtui.graph.stats import graph_stats
-from mindtui.jobs.runner import JobHooks, run_job
+from mindtui.jobs.runner import JOBS, JobHooks, run_job
 from mindtui.knowledge.writer import Decision
 from mindtui.models import files as model_files
 from mindtui.models.holder import ModelHolder, shared_holder
@@ -35,6 +35,7 @@ from mindtui.store import jobs as job_store
 from mindtui.store import knowledge_store
 from mindtui.store import notes as note_store
 from mindtui.store import vectors as vector_store
+from mindtui.store.maintenance import store_bytes
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, VAULT_KEY, data_version, get_meta
 from mindtui.store.migrate import schema_version
 from mindtui.store.pool import ConnectionPool
@@ -199,10 +200,16 @@ class Service:
                       **knowledge_store.item_counts(conn)}
             model_id = get_meta(conn, EMBEDDING_MODEL_KEY)
             coverage = vector_store.chunk_coverage(conn, model_id or "")
-            runs = [run.__dict__ for run in job_store.recent_runs(conn, limit=5)]
+            runs = [run.__dict__ for run in job_store.recent_runs(conn, limit=len(JOBS["nightly"]))]  # one nightly's steps
             version = schema_version(conn)
             vault_root = get_meta(conn, VAULT_KEY)
+            db_bytes = store_bytes(conn)
         embeddable = coverage["chunks"] - coverage["chunks_ai_excluded"]
+        # The owner's only: the file's size over the visible counts would tell an agent how much is hidden.
+        storage = {"storage": {"db_bytes": db_bytes,
+                               "bytes_per_note": round(db_bytes / counts["notes_total"]) if counts["notes_total"] else 0,
+                               "bytes_per_chunk": round(db_bytes / counts["chunks_total"]) if counts["chunks_total"] else 0}
+                   } if self.audience is Audience.OWNER else {}
         return {
             "db": str(self.db_path), "audience": self.audience.value, "schema_version": version,
             "vault": vault_root, **counts,
@@ -210,7 +217,7 @@ class Service:
                           "chunks_embeddable": embeddable,
                           "coverage": round(coverage["chunks_with_vector"] / embeddable, 4) if embeddable else 1.0},
             "models": [state.as_dict() for state in self.models.states(self.settings)],
-            "recent_runs": runs,
+            "recent_runs": runs, **storage,
         }
 
     def summary(self) -> dict:

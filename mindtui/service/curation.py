@@ -121,8 +121,9 @@ class CurationDesk:
     def resolve(self, item_id: int, action: str, args: dict) -> ActionOutcome:
         with self.pool.connection() as pooled:
             conn = pooled.conn
-            _, chosen = actions.answerable(conn, item_id, action)
             ctx = EditContext(conn, self.settings, self._vault(conn))
+            self._finish_interrupted(ctx)
+            _, chosen = actions.answerable(conn, item_id, action)
             try:
                 done = actions.perform(ctx, item_id, action, self._arguments(conn, chosen, args))
             except NoteChanged as exc:
@@ -143,6 +144,7 @@ class CurationDesk:
         with self.pool.connection() as pooled:
             conn = pooled.conn
             ctx = EditContext(conn, self.settings, self._vault(conn))
+            self._finish_interrupted(ctx)
             done = actions.undo_last(ctx)
             if done is None:
                 return None
@@ -182,6 +184,11 @@ class CurationDesk:
         return notices
 
     # -- keeping the index in step ---------------------------------------------------------
+    def _finish_interrupted(self, ctx: EditContext) -> None:
+        """An answer killed before its files were all written is finished first (and imported)."""
+        if ctx.vault is not None and actions.finish_pending(ctx):
+            self._reimport(ctx.conn, ctx.vault)
+
     def _reimport(self, conn: apsw.Connection, vault: Path | None) -> list[str]:
         """Import the vault again (incremental: only what changed is read) and refresh the link cards."""
         if vault is None:

@@ -29,27 +29,38 @@ _EMBEDDABLE_ITEMS = (
     " AND n.ai_processing = 0))")
 
 
-def pending_texts(conn: apsw.Connection, model_id: str) -> list[PendingText]:
-    """Distinct chunk texts with no vector for `model_id` (notes with ai_processing off excluded),
-    then the texts of knowledge items with none."""
+def pending_items(conn: apsw.Connection, model_id: str) -> list[PendingText]:
+    """The texts of current knowledge items with no vector for `model_id` (few: read whole)."""
+    return [PendingText(content_hash, title, "", body, 1) for content_hash, title, body, _item_id in conn.execute(
+        f"SELECT i.* FROM ({_EMBEDDABLE_ITEMS}) i WHERE NOT EXISTS ("
+        " SELECT 1 FROM embeddings e WHERE e.model_id = ? AND e.content_hash = i.content_hash)"
+        " GROUP BY i.content_hash ORDER BY min(i.item_id)", (model_id,))]
+
+
+def pending_chunk_page(conn: apsw.Connection, model_id: str, limit: int) -> list[PendingText]:
+    """The next `limit` distinct chunk texts with no vector for `model_id`, the most recently edited
+    note's first (notes with ai_processing off excluded). Each call reads what is still pending, so
+    the sweep holds one page in memory however large the vault, and a killed sweep resumes in the
+    same order."""
     rows = conn.execute(
         "SELECT c.content_hash, n.title, c.heading_path, c.text, count(*) FROM chunks c"
         " JOIN notes n ON n.note_id = c.note_id"
         " WHERE n.ai_processing = 1 AND NOT EXISTS ("
         "   SELECT 1 FROM embeddings e WHERE e.model_id = ? AND e.content_hash = c.content_hash)"
-        " GROUP BY c.content_hash ORDER BY min(c.chunk_id)",
-        (model_id,),
+        " GROUP BY c.content_hash ORDER BY max(n.mtime_ns) DESC, min(c.chunk_id) LIMIT ?",
+        (model_id, limit),
     )
-    pending = [PendingText(*row) for row in rows]
-    seen = {p.content_hash for p in pending}
-    for content_hash, title, body, _item_id in conn.execute(
-            f"SELECT i.* FROM ({_EMBEDDABLE_ITEMS}) i WHERE NOT EXISTS ("
-            " SELECT 1 FROM embeddings e WHERE e.model_id = ? AND e.content_hash = i.content_hash) ORDER BY i.item_id",
-            (model_id,)):
-        if content_hash not in seen:
-            seen.add(content_hash)
-            pending.append(PendingText(content_hash, title, "", body, 1))
-    return pending
+    return [PendingText(*row) for row in rows]
+
+
+def pending_count(conn: apsw.Connection, model_id: str) -> int:
+    """How many distinct texts (chunk texts and knowledge items) still lack a vector."""
+    chunk_texts = conn.execute(
+        "SELECT count(DISTINCT c.content_hash) FROM chunks c JOIN notes n ON n.note_id = c.note_id"
+        " WHERE n.ai_processing = 1 AND NOT EXISTS ("
+        "   SELECT 1 FROM embeddings e WHERE e.model_id = ? AND e.content_hash = c.content_hash)",
+        (model_id,)).fetchone()[0]
+    return chunk_texts + len(pending_items(conn, model_id))
 
 
 def chunk_coverage(conn: apsw.Connection, model_id: str) -> dict[str, int]:
