@@ -6,14 +6,24 @@ SVGs before committing (rsvg-convert turns one into a PNG)."""
 from __future__ import annotations
 
 import pytest
-from tui_support import fixed_service, pilot_app, settle
+from tui_support import build_fixed_db, owner_service, pilot_app, settle
+
+from mindtui.store import open_database
 
 SIZES = pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
 
 
 @pytest.fixture
 def service(sample_vault, db_path):
-    with fixed_service(sample_vault.root, db_path) as service:
+    build_fixed_db(sample_vault.root, db_path)
+    conn = open_database(db_path)
+    try:
+        with conn:  # the time each step took, in the reports the Jobs mode shows: fixed too
+            conn.execute("UPDATE job_runs SET report = json_set(report, '$.seconds', 0.5)"
+                         " WHERE json_extract(report, '$.seconds') IS NOT NULL")
+    finally:
+        conn.close()
+    with owner_service(db_path) as service:
         yield service
 
 
