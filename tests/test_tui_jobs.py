@@ -4,6 +4,8 @@ notification and the app goes on; an error that ends the app exits non-zero and 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from textual.widgets import Static
 from tui_support import fixed_service, pilot_app, settle
@@ -130,3 +132,23 @@ def test_an_error_that_ends_the_app_exits_non_zero_and_stops_the_job(service, ca
     ran = [step["step"] for step in (outcome.result or {}).get("steps", [])]
     # Told to stop: cancelled in a step, or stopped before the nightly's later steps.
     assert outcome.cancelled or ran != JOBS["nightly"], (outcome.returncode, ran)
+
+
+async def test_the_running_step_line_changes_every_second_by_itself(service):
+    """With the app's clock on (as `mindtui` runs it): no new report comes, the line still moves."""
+    from mindtui.tui.app import make_app
+
+    app = make_app(service.settings, service=service, load_model=False, poll_status=True, debounce_s=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await jobs_mode(pilot)
+        screen.post_message(JobsScreen.JobEvent({"event": "start", "job": "embed", "pid": 1, "steps": ["embed"]}))
+        screen.post_message(JobsScreen.JobEvent(
+            {"event": "progress", "step": "embed", "done": 10, "total": 10_000, "rate": 50.0, "eta_s": 200}))
+        await settle(pilot)
+        row = screen.query_one(StepRow)
+        reported = counts_text(row)
+        deadline = row.last_progress[0] + 1.5  # TICK_S is 1 s: the line changes within it
+        while counts_text(row) == reported:
+            assert time.monotonic() < deadline, "the line did not change within a second"
+            await pilot.pause(0.05)
+        assert counts_text(row).startswith("~")
