@@ -22,7 +22,20 @@ KEY_WAIT_S = 0.25  # a marker lost with a removed widget holds the keys behind i
 
 
 class KeyPassed(Message):
-    """Behind a forwarded key: it bubbles to the app once the key has been dealt with."""
+    """Behind a forwarded key: it bubbles along after it, and goes straight to the app from the
+    node that stopped the key (a field that typed it): no later node sees the key, so the next
+    key need not wait for their queues (a busy screen would hold the typing)."""
+
+    def __init__(self, key: events.Key) -> None:
+        super().__init__()
+        self.key = key
+
+    def _bubble_to(self, widget) -> None:
+        if self.key._stop_propagation:
+            self._no_default_action = False
+            widget.app.post_message(self)
+        else:
+            super()._bubble_to(widget)
 
 
 class KeepsKeyOrder:
@@ -46,7 +59,7 @@ class KeepsKeyOrder:
             await super().on_event(key)  # a priority binding, or forwarded to the focused widget
             if key.is_forwarded:
                 self._key_sent_at = time.monotonic()
-                (self.focused or self.screen).post_message(KeyPassed())
+                (self.focused or self.screen).post_message(KeyPassed(key))
         if self._held_keys:
             self.set_timer(KEY_WAIT_S, self._marker_overdue)
 
