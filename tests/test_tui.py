@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from tui_support import build_fixed_db, owner_service, pilot_app, settle
+from tui_support import build_fixed_db, owner_service, pilot_app, settle, until
 
 from mindtui.store import open_database
 from mindtui.tui.confirm_writes import ConfirmWrites
@@ -277,7 +277,7 @@ async def test_jobs_mode_runs_a_step_in_a_child_process_and_shows_it_in_the_hist
         screen = app.screen
         runs_before = len(screen.runs)
         await pilot.press("g")  # the graph step
-        await settle(pilot)  # the worker ends when the child process has ended
+        await until(pilot, lambda: len(screen.runs) == runs_before + 1)  # the child ended, the history reloaded
         assert "graph: ok" in str(screen.query_one("#job-state").render())
         row = [r for r in screen.query(".step-row")]
         assert [r.step for r in row] == ["graph"]

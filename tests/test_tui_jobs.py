@@ -152,3 +152,24 @@ async def test_the_running_step_line_changes_every_second_by_itself(service):
             assert time.monotonic() < deadline, "the line did not change within a second"
             await pilot.pause(0.05)
         assert counts_text(row).startswith("~")
+
+
+def test_quitting_while_a_job_runs_returns_at_once_and_leaves_the_job_running(service):
+    """q with a job running: the app is gone at once (it waited for the child before: its reading
+    thread kept the process), the job goes on in its own process."""
+    app = pilot_app(service)
+
+    async def start_the_nightly_and_quit(pilot):
+        await jobs_mode(pilot)
+        await pilot.press("n")
+        while not app.jobs:
+            await pilot.pause()
+        await pilot.press("q")
+
+    assert run_app(app, headless=True, size=(80, 24), auto_pilot=start_the_nightly_and_quit) == 0
+    process = app.jobs[0]
+    try:
+        assert process.running  # still at work after the app has ended
+    finally:
+        process.cancel()
+        process.wait(120)

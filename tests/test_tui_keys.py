@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tui_support import fixed_service, pilot_app, settle
+from tui_support import fixed_service, pilot_app, settle, until
 
 from mindtui.service import curation_kind_actions
 from mindtui.tui.app import MindtuiApp
@@ -77,7 +77,8 @@ async def test_the_palette_lists_every_action_of_every_mode_and_runs_it_in_its_m
         await pilot.press("ctrl+p", *"job graph", "enter")  # the palette itself, from Search mode
         await settle(pilot)
         assert app.current_mode == "jobs" and isinstance(app.screen, JobsScreen)
-        assert "graph: ok" in str(app.screen.query_one("#job-state").render())
+        state = app.screen.query_one("#job-state")
+        await until(pilot, lambda: "graph: ok" in str(state.render()))
 
         app.open_note("Zettelkasten")
         await settle(pilot)

@@ -232,13 +232,14 @@ class JobsScreen(ReportsWorkerErrors, Screen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="job-run")
     def run_job(self, job: str, steps: list[str] | None) -> None:
-        self.process = self.app.service.start_job(job, steps=steps)
+        # The child's events come from its reader thread (a daemon: quitting does not wait for the
+        # job, which goes on by itself), not from this worker, which ends once the child is started.
+        self.process = self.app.service.start_job(job, steps=steps, on_event=self._from_child)
         self.app.jobs.append(self.process)
-        for event in self.process.events():
-            self.post_message(self.JobEvent(event))
-        outcome = self.process.wait()
-        self.post_message(self.JobEvent({"event": "exit", "returncode": outcome.returncode,
-                                         "tail": getattr(outcome, "stderr_tail", "")}))
+
+    def _from_child(self, event: dict) -> None:
+        """In the job's reader thread: each event, the last one `exit`, as a message."""
+        self.post_message(self.JobEvent(event))
 
     def action_cancel(self) -> None:
         if self.process is None or not self.process.running:
