@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from tui_support import build_fixed_db, owner_service
 
+from mindtui.service import SearchOptions
+
 WAIT_S = 90.0  # generous: the model loads in the background on a shared 2-core machine
 
 
@@ -86,7 +88,8 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
     pane.wait_for(f"#{card.item_id}  ambiguous link")  # its details are shown: it is the selected card
     # pick the intended note: the picker titled by the action and its argument
     pane.press("p", shows="pick: one of the candidate notes")
-    pane.press("Enter", shows="the link now names")
+    pane.press("Enter", shows=f"modify {card.payload['source_path']}")  # the planned rewrite, as a diff
+    pane.press("y", shows="the link now names")
 
     with owner_service(db_path) as service:
         assert service.curation_card(card.item_id).status == "resolved"
@@ -117,3 +120,35 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
         assert time.monotonic() < deadline, pane.screen()
         time.sleep(0.1)
     assert exit_file.read_text().strip() == "0"
+
+
+def test_keys_that_arrive_in_one_read_are_all_handled_in_order(pane, sample_vault, db_path, tmp_path):
+    """send-keys with several keys writes them at once: three Downs after the query field loses
+    focus move three rows (two were dropped), and text after ctrl+u in the same write is typed
+    after the clearing (it was cleared with the old query). No model: full-text results."""
+    build_fixed_db(sample_vault.root, db_path)
+    with owner_service(db_path) as service:
+        options = SearchOptions(mode="hybrid", limit=20, log=False, wait_for_model=False)
+        third = service.search("Zettelkasten", options).results[2]
+        spaced = service.search("Spaced Repetition", options).results[0]
+    env = {k: v for k, v in os.environ.items() if k.startswith(("MINDTUI_", "XDG_")) or k in ("HOME", "PATH")}
+    command = " ".join(["env", *(shlex.quote(f"{k}={v}") for k, v in env.items()), "TERM=xterm-256color",
+                        shlex.quote(sys.executable), "-m", "mindtui", "--db", shlex.quote(str(db_path)), "tui"])
+    pane.tmux("new-session", "-d", "-s", "main", "-x", "80", "-y", "24", command)
+    pane.wait_for("cards")
+    pane.keys("Zettelkasten")
+    pane.wait_for(third.path)
+    pane.keys("Down", "Down", "Down", "Enter")  # one write: focus to the list, two rows down, open
+    pane.wait_for(f"{third.title}  ·  ")  # the Note mode's header names the third result
+    pane.keys("F2")
+    pane.wait_for("Filters")  # Search mode's footer: the query field has the focus again
+    pane.keys("C-u", "Spaced Repetition")  # one write
+    wait_for_line(pane, 0, "Spaced Repetition")  # the query line: the new text only
+    wait_for_line(pane, 2, f"{spaced.title}  {spaced.note_type}")  # and its first result
+
+
+def wait_for_line(pane: Pane, index: int, text: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while pane.screen().splitlines()[index].strip() != text:
+        assert time.monotonic() < deadline, f"line {index} is not {text!r}:\n{pane.screen()}"
+        time.sleep(0.05)

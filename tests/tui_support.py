@@ -86,3 +86,15 @@ def fixed_service(vault_root: Path, db_path: Path) -> Iterator[Service]:
     build_fixed_db(vault_root, db_path)
     with owner_service(db_path) as service:
         yield service
+
+
+async def until(pilot, condition, timeout_s: float = 120.0) -> None:
+    """Wait (settling workers) until condition() holds: for what a child process reports, which
+    no worker of the app waits for (a job's events come from its reader thread)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the condition did not come true"
+        await settle(pilot)
+        await pilot.pause(0.02)

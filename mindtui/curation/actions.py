@@ -19,6 +19,7 @@ status, answer and snooze. Both work across processes: the record is in the data
 
 from __future__ import annotations
 
+import difflib
 import fcntl
 import os
 from contextlib import contextmanager
@@ -88,6 +89,40 @@ def perform(ctx: EditContext, item_id: int, action_name: str, args: dict) -> Don
         if changes:
             _write_answer(ctx, action_id, item, changes, now)
     return Done(store.get_item(ctx.conn, item_id), action, plan.message, [edit.path for edit in plan.edits], action_id)
+
+
+@dataclass
+class PlannedWrite:
+    """A vault file an answer would write (a dry run): its text now and after, and the diff."""
+
+    path: str
+    change: str  # create | modify | delete
+    before: str | None
+    after: str | None
+    diff: str  # unified diff, before -> after
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def preview(ctx: EditContext, item_id: int, action_name: str, args: dict) -> list[PlannedWrite]:
+    """What `perform` would write, writing nothing: for the actions marked `confirm`, whose plan
+    only reads (other kinds' plans may decide things already, a knowledge card's does)."""
+    item, action = answerable(ctx.conn, item_id, action_name)
+    if not action.confirm:
+        raise InputError(f"{action.name} on {item.kind} cards has no preview: it writes no more than one link")
+    plan = kind_of(item.kind).plan(ctx, item, action, args)
+    writes = []
+    for edit in plan.edits:
+        data = _checked_before(ctx, edit)
+        before = None if data is None else data.decode("utf-8", errors="replace")
+        change = "create" if before is None else "delete" if edit.new_text is None else "modify"
+        diff = "".join(difflib.unified_diff((before or "").splitlines(keepends=True),
+                                            (edit.new_text or "").splitlines(keepends=True),
+                                            fromfile="/dev/null" if before is None else f"a/{edit.path}",
+                                            tofile="/dev/null" if edit.new_text is None else f"b/{edit.path}"))
+        writes.append(PlannedWrite(edit.path, change, before, edit.new_text, diff))
+    return writes
 
 
 def _records(changes: list, pending: bool) -> list[dict]:
@@ -261,4 +296,5 @@ def _put(ctx: EditContext, path: str, before: bytes | None, after: bytes | None)
         atomic_write(target, after, new=before is None)
 
 
-__all__ = ["Done", "UndoRefused", "UnknownCard", "answerable", "get_card", "perform", "undo_last"]
+__all__ = ["Done", "PlannedWrite", "UndoRefused", "UnknownCard", "answerable", "get_card", "perform", "preview",
+           "undo_last"]

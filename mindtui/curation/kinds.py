@@ -47,10 +47,13 @@ class Action:
     description: str
     args: tuple[Arg, ...] = ()
     rebuilds_change_graph: bool = False  # the change graph is rebuilt after it (and after its undo)
+    # It writes vault files beyond adding one link (a new note, links rewritten): a front end shows
+    # the planned writes first (`actions.preview`, a dry run: such a plan only reads) and asks.
+    confirm: bool = False
 
     def as_dict(self) -> dict:
         return {"name": self.name, "key": self.key, "description": self.description,
-                "args": [arg.__dict__ for arg in self.args]}
+                "args": [arg.__dict__ for arg in self.args], "confirm": self.confirm}
 
 
 @dataclass(frozen=True)

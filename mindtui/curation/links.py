@@ -128,9 +128,10 @@ class _LinkCard(Kind):
 class UnresolvedLink(_LinkCard):
     name = "unresolved_link"
     actions = (
-        Action("create", "c", "create the missing note from the template (curation.note_template) and import it"),
+        Action("create", "c", "create the missing note from the template (curation.note_template) and import it",
+               confirm=True),
         Action("retarget", "r", "point the link(s) at an existing note, keeping label and heading",
-               (Arg("target", "note", "the note the link should name"),)),
+               (Arg("target", "note", "the note the link should name"),), confirm=True),
         DISMISS,
     )
     gone_reason = "the link resolves now, or it is gone"
@@ -176,7 +177,7 @@ class AmbiguousLink(_LinkCard):
     name = "ambiguous_link"
     actions = (
         Action("pick", "p", "point the link(s) at one of the candidates by its vault path, keeping the label",
-               (Arg("target", "note", "one of the candidate notes"),)),
+               (Arg("target", "note", "one of the candidate notes"),), confirm=True),
         DISMISS,
     )
     gone_reason = "the link is unambiguous now, or it is gone"

@@ -221,6 +221,15 @@ class SearchEngine:
             self._log(query, options.mode, [r.log_key for r in response.results], response.notices)
         return response
 
+    def count(self, query: str, options: SearchOptions) -> int:
+        """How many notes the query's words match (with the options' filters): the total a list of
+        results is a page of. Anchor text counts for the owner only, as it does in the results."""
+        expression = parse_query(query).fts
+        if expression is None or options.kind == "knowledge":
+            return 0
+        anchors = self.options.anchor_text and self.audience is Audience.OWNER
+        return store.fts_note_count(self.conn, expression, options.note_type, options.tag, options.path, anchors)
+
     def _items(self, query: ParsedQuery, options: SearchOptions, text_filter, query_vector) -> list[SearchResult]:
         stems = query.stem_set
         out = []
@@ -240,7 +249,7 @@ class SearchEngine:
     def _notes(self, query: ParsedQuery, options: SearchOptions, text_filter, response: SearchResponse,
                query_vector) -> list[SearchResult]:
         results: list[SearchResult] = []
-        pool = self.options.candidate_pool
+        pool = max(self.options.candidate_pool, options.limit)  # a long list (browsing on) needs more candidates
         lists: dict[str, list[store.ChunkHit]] = {}
         if options.mode in ("fts", "hybrid"):
             lists["fts"] = self._fts(query, options, pool)

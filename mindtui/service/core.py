@@ -119,6 +119,12 @@ class Service:
                 result.explain = public_explain(result.explain)
         return response
 
+    def search_count(self, query: str, options: SearchOptions | None = None) -> int:
+        """How many notes the query's words match, with the options' filters (a front end shows
+        "20 of 3,412"): full text only, as the audience may see them."""
+        with self._pool.connection() as pooled:
+            return self._engine(pooled).count(query, options or SearchOptions())
+
     def note(self, name: str, *, with_chunks: bool = True) -> views.NoteView:
         """A note by path, title, alias or id: its facts, its text (from the vault file when it
         still matches the index) and its chunks. NoteNotFound for a note the audience may not see."""
@@ -318,6 +324,12 @@ class Service:
         the indexed content (NoteChanged otherwise); what was written is imported at once."""
         self._owner_only("the curation queue")
         return self._curation.resolve(item_id, action, args)
+
+    def curation_preview(self, item_id: int, action: str, **args) -> list:
+        """A dry run of curation_resolve for an action marked `confirm` (it writes vault files beyond
+        one added link): the files it would write (PlannedWrite: path, change, before, after, diff)."""
+        self._owner_only("the curation queue")
+        return self._curation.preview(item_id, action, args)
 
     def curation_undo(self) -> ActionOutcome | None:
         """Reverse the latest answer (its file change too); None when there is nothing to undo."""

@@ -73,6 +73,11 @@ class ActionOutcome:
         return dict(self.__dict__)
 
 
+def kind_actions() -> dict[str, list[dict]]:
+    """Every kind's actions (name, key, description, args): what a front end can offer by name."""
+    return {name: [action.as_dict() for action in kind.actions] for name, kind in KINDS.items()}
+
+
 def card_of(item: CurationItem) -> Card:
     kind = kind_of(item.kind)
     subject, description = kind.summary(item)
@@ -126,6 +131,14 @@ class CurationDesk:
                 raise NoteChanged(str(exc) + "".join(f" ({n})" for n in notices)) from None
             notices = self._after(conn, ctx.vault, done)
         return ActionOutcome(item_id, action, done.item.status, done.message, done.files, notices)
+
+    def preview(self, item_id: int, action: str, args: dict) -> list[actions.PlannedWrite]:
+        """The vault writes an answer would make, made by nothing (a dry run of `resolve`)."""
+        with self.pool.connection() as pooled:
+            conn = pooled.conn
+            _, chosen = actions.answerable(conn, item_id, action)
+            ctx = EditContext(conn, self.settings, self._vault(conn))
+            return actions.preview(ctx, item_id, action, self._arguments(conn, chosen, args))
 
     def undo(self) -> ActionOutcome | None:
         with self.pool.connection() as pooled:

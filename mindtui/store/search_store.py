@@ -244,3 +244,17 @@ def notes_passing(conn: apsw.Connection, note_ids: list[str], note_type: str | N
         passing.update(row[0] for row in conn.execute(
             f"SELECT n.note_id FROM notes n WHERE n.note_id IN ({marks}){where}", (*batch, *args)))
     return passing
+
+
+def fts_note_count(conn: apsw.Connection, expression: str, note_type: str | None = None, tag: str | None = None,
+                   path_prefix: str | None = None, anchors: bool = True) -> int:
+    """How many notes the full-text expression matches (by a chunk, or by anchor text when
+    `anchors`), through the connection's `chunks` and `notes`: what a list of results can reach."""
+    where, args = _filters(note_type, tag, path_prefix)
+    by_anchor = "" if not anchors else (
+        " UNION SELECT a.note_id FROM chunks_fts JOIN note_anchors a ON a.anchor_id = -chunks_fts.rowid"
+        f" JOIN notes n ON n.note_id = a.note_id WHERE chunks_fts MATCH ? AND chunks_fts.rowid < 0{where}")
+    sql = ("SELECT count(*) FROM (SELECT c.note_id FROM chunks_fts JOIN chunks c ON c.chunk_id = chunks_fts.rowid"
+           f" JOIN notes n ON n.note_id = c.note_id WHERE chunks_fts MATCH ?{where}{by_anchor})")
+    params = (expression, *args, *((expression, *args) if anchors else ()))
+    return conn.execute(sql, params).fetchone()[0]
