@@ -39,8 +39,8 @@ from mindtui.vault.edges import reference_edges, structure_edges
 from mindtui.vault.links import anchor_text
 from mindtui.vault.markdown import NotMarkdownError
 from mindtui.vault.note_builder import (
-    NoteRows, ParsedFile, as_plain_text, build_rows, failure, import_fingerprint, parse_file, path_note_id, plain_file, resolve_links,
-    sha256_hex,
+    PLAIN_TEXT_MARK, NoteRows, ParsedFile, as_plain_text, build_rows, failure_reason, import_fingerprint, parse_file,
+    path_note_id, plain_file, resolve_links, sha256_hex,
 )
 from mindtui.vault.renames import match_renames
 from mindtui.vault.report import ImportReport
@@ -81,8 +81,8 @@ class VaultImporter:
     def _parse(self, file: VaultFile, data: bytes, out_of_corpus: dict[str, str],
                kept: dict[str, note_store.NoteState]) -> ParsedFile | None:
         """The file parsed; None for a binary file (left out) or, when the parser fails on a note
-        indexed before, for that note kept as it was (in `kept`). A new note the parser fails on
-        is imported as plain text, its warning saying why."""
+        parsed well before, for that note kept as it was (in `kept`). Any other note the parser
+        fails on is imported as plain text, its warning saying why."""
         try:
             return parse_file(file.path, data, file.size, file.mtime_ns, self.registry)
         except NotMarkdownError as exc:
@@ -92,15 +92,15 @@ class VaultImporter:
         # The parser is a stack of third-party code (YAML, markdown-it) run on any file of the
         # vault: whatever it raises stops this file, never the import.
         except Exception as exc:
-            why = failure(exc)
-            state = self._states_by_path.get(file.path)
-            if state is not None:
-                self._warn(file.path, f"cannot be parsed ({why}); its last good version is kept")
-                kept[file.path] = state
-                return None
-            self._warn(file.path, f"cannot be parsed ({why}); imported as plain text")
-            return plain_file(file.path, data, file.size, file.mtime_ns,
-                              f"cannot be parsed ({why}); imported as plain text, without frontmatter")
+            why = failure_reason(exc)
+        state = self._states_by_path.get(file.path)
+        if _parsed_well(state):
+            self._warn(file.path, f"cannot be parsed ({why}); its last good version is kept")
+            kept[file.path] = state
+            return None
+        self._warn(file.path, f"cannot be parsed ({why}); imported as plain text")
+        return plain_file(file.path, data, file.size, file.mtime_ns,
+                          f"cannot be parsed ({why}); imported as plain text, without frontmatter")
 
     def run(self) -> ImportReport:
         started = time.monotonic()
@@ -325,8 +325,8 @@ class VaultImporter:
         try:
             return build_rows(item, note_id, self.registry, names, self.private_paths)
         except Exception as exc:  # one note's rows: whatever fails here stops this note, not the import
-            why = failure(exc)
-        if previous is not None and previous.note_id == note_id and previous.path == item.path:
+            why = failure_reason(exc)
+        if _parsed_well(previous) and previous.note_id == note_id and previous.path == item.path:
             self._warn(item.path, f"cannot be indexed ({why}); its last good version is kept")
             return None
         reason = f"cannot be indexed ({why}); imported as plain text, without frontmatter"
@@ -334,7 +334,7 @@ class VaultImporter:
         try:
             rows = build_rows(plain, note_id, self.registry, names, self.private_paths)
         except Exception as exc:  # even its plain text cannot be indexed: left out, and said so
-            self._warn(item.path, f"cannot be indexed, not even as plain text ({failure(exc)}); left out")
+            self._warn(item.path, f"cannot be indexed, not even as plain text ({failure_reason(exc)}); left out")
             return None
         self._warn(item.path, reason)
         return rows
@@ -378,3 +378,9 @@ class VaultImporter:
         for key, value in counts.items():
             setattr(self.report, key, value)
         self.report.warnings.extend(ImportWarning(p, r) for p, r in note_store.stored_warnings(self.conn))
+
+
+def _parsed_well(state: note_store.NoteState | None) -> bool:
+    """Whether the note has a version to keep when its file cannot be parsed now (not one that
+    was imported as plain text: that is replaced by the file's text now)."""
+    return state is not None and not state.parsed_with.endswith(PLAIN_TEXT_MARK)

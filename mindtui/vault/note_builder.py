@@ -26,6 +26,9 @@ PARSER_VERSION = 6  # 2: id-like titles out of the embedded passage; 3: strict c
 # markdown link's target
 
 
+PLAIN_TEXT_MARK = ";plain-text"  # ends the fingerprint of a note imported as plain text
+
+
 def import_fingerprint(registry: TypeRegistry) -> str:
     """What a note's rows depend on besides its file; stored with each note (notes.parsed_with):
     a note written under another fingerprint is parsed again."""
@@ -62,8 +65,8 @@ class ParsedFile:
     declared_id: str | None
     aliases: list[str]
     warnings: list[str] = field(default_factory=list)
-    # Imported as plain text because parsing failed: stored under a fingerprint of its own, so
-    # every import tries to parse it again (and a fixed parser, or file, ends the fallback).
+    # Imported as plain text because parsing failed: stored under a fingerprint of its own
+    # (PLAIN_TEXT_MARK), so every import tries to parse it again (a fixed parser, or file, ends it).
     plain_text: bool = False
 
 
@@ -107,7 +110,7 @@ def _plain(path: str, lines: list[str], size: int, mtime_ns: int, content_hash: 
     return ParsedFile(path, size, mtime_ns, content_hash, parsed, None, [], warnings, plain_text=True)
 
 
-def failure(exc: BaseException) -> str:
+def failure_reason(exc: BaseException) -> str:
     """An unexpected error in one file's parsing, as a short reason for its warning."""
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
@@ -198,6 +201,6 @@ def build_rows(item: ParsedFile, note_id: str, registry: TypeRegistry, names: Na
         private=flags.private or excluded_by(item.path, private_paths) is not None,
         private_declared=flags.private, word_count=analysis.word_count(body), warnings=warnings,
         indexed_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        parsed_with=import_fingerprint(registry) + (";plain-text" if item.plain_text else ""),
+        parsed_with=import_fingerprint(registry) + (PLAIN_TEXT_MARK if item.plain_text else ""),
     )
     return NoteRows(note, chunk_rows, _link_records(item.parsed.links, note_id, item.path, names))
