@@ -252,3 +252,18 @@ def test_curate_resolve_answers_without_a_traceback_when_a_note_holds_odd_yaml(v
     assert (vault.root / "Alpha.md").read_text(encoding="utf-8") == f"{alpha_head}# Alpha\n\nSiehe [[Alpha]].\n"
     assert resolved_targets(db_path, "Alpha.md") == ["Alpha.md"] and resolved_targets(db_path, "Neu.md") == ["Alpha.md"]
     assert note_row(db_path, "Neu.md").warnings and bool(note_row(db_path, "Alpha.md").warnings) == in_answered_note
+
+
+def test_the_nightly_graph_step_reads_a_work_log_with_odd_yaml(vault, db_path):
+    """On main both steps failed: 'ValueError: day is out of range for month', naming no file."""
+    vault.write("Alpha.md", "# Alpha\n")
+    vault.write("Beta.md", "# Beta\n")
+    vault.write("Journal/Arbeitslog.md", "---\ncreated: 2023-02-30\nrefs: &r [*r]\n---\n# Arbeitslog\n\n"
+                "| Datum | Sitzung | Notizen |\n|---|---|---|\n| 2026-10-01 | S1 | [[Alpha]], [[Beta]] |\n", dedent=False)
+    index(settings_for(db_path, vault), vault, steps=("import", "graph"))  # asserts that every step succeeded
+    conn = open_database(db_path, migrate=False)
+    try:
+        pairs = conn.execute("SELECT count(*) FROM edges WHERE signal = 'change'").fetchone()[0]
+    finally:
+        conn.close()
+    assert pairs >= 1
