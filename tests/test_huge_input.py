@@ -26,7 +26,7 @@ def test_a_long_word_is_cut_without_counting_its_rest_again_and_again(monkeypatc
         counted.clear()
         chunks = chunk_note("t", parse_note(word, "t.md"), ChunkProfile("default"))
         assert "".join(c.text for c in chunks) == word and all(c.token_count <= 380 for c in chunks)
-        assert sum(counted) < 10 * len(word)  # the whole text is counted a few times before it is cut
+        assert sum(counted) < 20 * len(word)  # a few times over (cut, then halved), not once per cut
 
 
 def test_a_long_line_of_unclosed_markdown_links_is_read_in_linear_time():
