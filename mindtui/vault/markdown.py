@@ -12,17 +12,15 @@ or a list item.
 from __future__ import annotations
 
 import bisect
-import datetime
 import re
 from dataclasses import dataclass, field
 
-import frontmatter
-import yaml
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import backtick as _markdown_it_backtick
 from markdown_it.token import Token
 
 from mindtui.vault import links as linksyntax
+from mindtui.vault.front_matter import split_frontmatter
 from mindtui.vault.links import LinkRef
 
 BINARY_SNIFF_BYTES = 8192
@@ -31,7 +29,6 @@ _BACKTICK_RUN = re.compile(r"`+")
 _OBSIDIAN_COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.DOTALL)
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _INLINE_TAG = re.compile(r"(?:(?<=\s)|(?<=^))#([^\s#.,;:!?()\[\]{}\"'`|*<>=+]+)", re.MULTILINE)
-_FRONTMATTER_HANDLER = frontmatter.YAMLHandler()
 
 
 class NotMarkdownError(Exception):
@@ -106,42 +103,6 @@ def decode(data: bytes) -> tuple[str, list[str]]:
     if text.startswith("\ufeff"):
         text = text[1:]
     return text.replace("\r\n", "\n").replace("\r", "\n"), warnings
-
-
-def _json_safe(value):
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, (datetime.date, datetime.time)):
-        return value.isoformat()
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
-
-
-def split_frontmatter(text: str) -> tuple[dict, str, int, list[str], list[str]]:
-    """-> (metadata, body, body_start_line, frontmatter lines, warnings). Bad YAML keeps the body."""
-    if not _FRONTMATTER_HANDLER.detect(text):
-        return {}, text, 0, [], []
-    try:
-        fm_text, body = _FRONTMATTER_HANDLER.split(text)
-    except ValueError:  # an opening '---' with no closing one: a thematic break, not frontmatter
-        return {}, text, 0, [], []
-    start_line = text[: len(text) - len(body)].count("\n")
-    fm_lines = fm_text.lstrip("\n").splitlines()  # fm_lines[0] is the file's line 2
-    try:
-        data = _FRONTMATTER_HANDLER.load(fm_text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 2})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return {}, body, start_line, fm_lines, [f"malformed YAML frontmatter{where}: {problem}; frontmatter ignored"]
-    if data is None:
-        return {}, body, start_line, fm_lines, []
-    if not isinstance(data, dict):
-        return {}, body, start_line, fm_lines, [f"frontmatter is a {type(data).__name__}, not a mapping; ignored"]
-    return _json_safe(data), body, start_line, fm_lines, []
 
 
 def _blank(match: re.Match[str]) -> str:
@@ -310,5 +271,6 @@ def parse_note(text: str, path: str, relation_for=lambda key: key) -> ParsedNote
     return ParsedNote(
         metadata=metadata, lines=lines, body_start_line=start_line, headings=headings,
         fences=fences, links=refs, tags=sorted(t for t in tags if t), warnings=warnings,
-        unreadable_frontmatter=fm_lines if warnings else None,  # split_frontmatter warns only then
+        # split_frontmatter empties the metadata of frontmatter it could not use (and says why)
+        unreadable_frontmatter=fm_lines if warnings and not metadata else None,
     )
