@@ -219,3 +219,23 @@ def test_unfiltered_and_filtered_full_text_paths_rank_alike(stemming_vault):
     assert len(fast) >= 4
     assert [(h.chunk_id, h.note_id) for h in fast] == [(h.chunk_id, h.note_id) for h in joined]
     assert [h.score for h in fast] == pytest.approx([h.score for h in joined])
+
+
+def test_a_narrow_filter_keeps_its_vector_pool(vault, db_path):
+    """A type filter matching 0.5 % of the notes goes into the vector query (candidate ids), so the
+    vector list holds every matching note, as an unfiltered list holds its pool (issue 3.2)."""
+    for i in range(400):
+        vault.write(f"Alltag/N{i:03d}.md", f"Notiz {i} über den Alltag und anderes.\n")
+    vault.write("Selten/A.md", "---\ntype: selten\n---\nEine seltene Notiz über Kometen.\n")
+    vault.write("Selten/B.md", "---\ntype: selten\n---\nNoch eine seltene Notiz über Meteore.\n")
+    fake = DeterministicFakeEmbedder()
+    settings = load_settings(overrides={"search": {"min_cosine": -1.0, "candidate_pool": 2,
+                                                   "graph_expansion": False}})
+    with imported(db_path, vault.root) as conn:
+        run_embed_sweep(conn, fake, batch_size=64)
+        engine = SearchEngine(conn, settings, ModelsFromCallables(embedder=lambda: fake))
+        unfiltered = engine.search("Sterne am Himmel", SearchOptions(mode="vector", log=False, limit=2))
+        filtered = engine.search("Sterne am Himmel", SearchOptions(mode="vector", log=False, limit=2,
+                                                                   note_type="selten"))
+    assert len(unfiltered.results) == 2  # the pool
+    assert sorted(paths(filtered)) == ["Selten/A.md", "Selten/B.md"]  # 2 of 402 notes, both found
