@@ -42,6 +42,8 @@ def search_text(response, explain: bool) -> str:
         lines.append(f"    {result.snippet}")
         if explain:
             lines.append(f"    explain: {json.dumps(result.explain, ensure_ascii=False)}")
+            if result.explain.get("memory"):
+                lines.append(f"    memory: {result.explain['memory']['why']}")
     return "\n".join(lines) if lines else "no results"
 
 

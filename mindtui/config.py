@@ -89,6 +89,12 @@ class SearchSettings:
     graph_expansion_factor: float = setting(low=0.0)
     rerank_top: int = setting(low=0)
     log_top: int = setting(low=0)
+    memory: bool = setting()
+    memory_weight: float = setting(low=0.0)
+    memory_half_life_days: float = setting(above=0.0)
+    memory_min_similarity: float = setting(low=0.0, high=1.0)
+    memory_floor_cosine: float = setting(low=-1.0, high=1.0)
+    memory_overlap_top: int = setting(low=1, high=100)
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,8 @@ class GraphSettings:
 class PrivacySettings:
     private_paths: tuple[str, ...] = setting()
     log_agent_queries: bool = setting()
+    agent_uses_history: bool = setting()
+    usage_retention_days: int = setting(low=0)
 
 
 @dataclass(frozen=True)

@@ -114,13 +114,15 @@ def _days_ago(days: int) -> str:
 
 def graph_step(ctx: StepContext) -> dict:
     """Refresh the change graph from the work logs; drop search pairs of deleted notes and
-    searches older than retention.search_log_days (0 keeps them forever); refresh the curation queue."""
+    searches older than retention.search_log_days (0 keeps them forever), opens and query vectors older
+    than privacy.usage_retention_days and opens of deleted notes; refresh the curation queue."""
     from mindtui.curation.refresh import refresh
     from mindtui.curation.registry import KINDS
     from mindtui.curation.sessions import MASS_EDITS, included_sessions
     from mindtui.graph.change_graph import build_change_graph
     from mindtui.store.graph_store import prune_search_pairs
     from mindtui.store.search_store import prune_search_log
+    from mindtui.store.usage_store import prune_opens
 
     report = build_change_graph(ctx.conn, ctx.need_vault(), ctx.settings,
                                 include=included_sessions(ctx.conn)).as_dict()  # mass edits the owner took in
@@ -130,6 +132,8 @@ def graph_step(ctx: StepContext) -> dict:
         ctx.message(f"graph: {mass['log']} session {mass['session']} names {mass['notes']} notes "
                     f"(> graph.max_notes_per_session): a mass edit, left out")
     report["search_pairs_pruned"] = prune_search_pairs(ctx.conn)
+    usage_days = ctx.settings.privacy.usage_retention_days  # first: a forgotten search takes its opens along
+    report["usage"] = prune_opens(ctx.conn, _days_ago(usage_days) if usage_days else "")
     days = ctx.settings.retention.search_log_days
     report["searches_forgotten"] = prune_search_log(ctx.conn, _days_ago(days)) if days else 0
     kinds = [name for name, kind in KINDS.items() if kind.family != "knowledge"]  # those: the steps below

@@ -161,6 +161,29 @@ class Service:
         with self._pool.connection() as pooled:
             return self._engine(pooled).record(query, mode, note_ids)
 
+    def record_open(self, query: str, mode: str, results: list[str], opened: str, how: str,
+                    search_id: int | None = None):
+        """The owner opened `opened` (a note name or id) after a search whose shown results were
+        `results` (note ids, best first): enter (TUI Enter), copy (`y`), follow (a link followed from
+        it), cli (`search --opened`). Logs the search first unless `search_id` is its entry. Usage
+        memory learns from it (README "Usage memory"). Returns a service.usage.OpenRecorded."""
+        self._owner_only("recording what was opened")
+        from mindtui.service import usage
+
+        with self._pool.connection() as pooled:
+            return usage.record_open(self._engine(pooled), pooled.conn, query, mode, results, opened, how,
+                                     search_id)
+
+    def usage_forget(self, *, query: str | None = None, note: str | None = None, before: str | None = None,
+                     everything: bool = False) -> dict:
+        """`mindtui usage forget`: searches (with their opens and the search pairs they taught) by
+        query text, before a date, or all; with only a note, that note's opens. Returns counts."""
+        self._owner_only("forgetting usage")
+        from mindtui.service import usage
+
+        with self._pool.connection() as pooled:
+            return usage.forget(pooled.conn, query=query, note=note, before=before, everything=everything)
+
     def vault_root(self) -> Path | None:
         """The vault: the configured one, else the one this database was last imported from."""
         if self.settings.vault is not None:
@@ -276,6 +299,10 @@ class Service:
         self._owner_only("evaluation")
         from mindtui.service.evaluate import evaluate
 
+        if kind == "usage":  # the owner's own log, in this database (read only: nothing is logged)
+            from mindtui.service.usage_eval import eval_usage
+
+            return eval_usage(self)
         return evaluate(self.settings, kind, source, holder=self.models, **options)
 
     # -- the curation queue (owner) ---------------------------------------------------------

@@ -77,6 +77,9 @@ class MindtuiApp(ReportsWorkerErrors, App[int]):
         self.status_info: StatusInfo | None = None
         self.pending_note: str | None = None  # the note the Note mode shows next
         self.pending_item: int | None = None  # the knowledge item the Knowledge mode selects next
+        # The last search result opened with Enter: (search log id, its note id, the search's results).
+        # Copying that note's link (y) or following a link out of it adds to the same search (usage memory).
+        self.search_trail: tuple[int, str, list[str]] | None = None
 
     # -- lifetime ------------------------------------------------------------------------
     @property
