@@ -243,3 +243,12 @@ def test_an_open_of_an_agent_search_is_refused_by_the_store(garden, db_path):
     with pytest.raises(ValueError):
         usage_store.record_open(conn, conn.last_insert_rowid(), "Tomaten.md", None, "enter")
     conn.close()
+
+
+def test_the_nightly_keeps_the_owners_measure_in_its_report(garden, db_path):
+    with _service(db_path) as owner:
+        assert "usage_hit@1" not in owner.run_job("graph", vault=garden.root).steps[0].report  # nothing to replay
+        _open_after(owner, "Tomaten", "Tomaten.md")
+        _open_after(owner, "Spaten Harke", "Kompost.md")
+        report = owner.run_job("graph", vault=garden.root).steps[0].report
+    assert (report["usage_searches_replayed"], report["usage_hit@1"], report["usage_hit@5"]) == (2, 0.5, 0.5)

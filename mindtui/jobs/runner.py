@@ -136,10 +136,26 @@ def graph_step(ctx: StepContext) -> dict:
     report["usage"] = prune_opens(ctx.conn, _days_ago(usage_days) if usage_days else "")
     days = ctx.settings.retention.search_log_days
     report["searches_forgotten"] = prune_search_log(ctx.conn, _days_ago(days)) if days else 0
+    report.update(_usage_replay(ctx))
     kinds = [name for name, kind in KINDS.items() if kind.family != "knowledge"]  # those: the steps below
     report["curation"] = refresh(ctx.conn, ctx.settings, kinds=kinds,
                                  sources={MASS_EDITS: report["mass_edits"]}).as_dict()
     return report
+
+
+def _usage_replay(ctx: StepContext) -> dict:
+    """How often a note the owner opened after a search now comes first / in the top 5 when that
+    search is replayed without its own memory (search/usage_replay.py; `mindtui eval usage`)."""
+    from mindtui.search.engine import make_search_engine
+    from mindtui.search.usage_replay import replay
+
+    if not ctx.settings.search.memory:
+        return {}
+    found = replay(make_search_engine(ctx.conn, ctx.settings, ctx.message, holder=ctx.models), ("memory",))
+    if not found["searches"]:
+        return {}
+    return {"usage_searches_replayed": found["searches"], "usage_hit@1": found["memory"]["hit@1"],
+            "usage_hit@5": found["memory"]["hit@5"]}
 
 
 def consolidate_step(ctx: StepContext) -> dict:

@@ -20,9 +20,10 @@ from mindtui.audience import Audience
 from mindtui.config import Settings
 from mindtui.evaluation import workspace
 from mindtui.evaluation.commands import load_golden, read_json
-from mindtui.evaluation.metrics import METRICS, first_relevant_rank, score_runs
+from mindtui.evaluation.metrics import first_relevant_rank, score_runs
 from mindtui.evaluation.workspace import EvalInputError
 from mindtui.search.engine import SearchOptions
+from mindtui.search.usage_replay import replay
 from mindtui.store import open_database, usage_store
 
 REPEAT_METRICS = ["ndcg@5", "ndcg@10", "hit@1", "hit@5", "mrr"]
@@ -143,37 +144,9 @@ def _scores(remembered: dict, baseline: dict, qrels: dict, group: dict, verbatim
 
 def eval_usage(service) -> dict:
     """The owner's searches with opens, each searched again now without its own memory (and with
-    memory off, to compare): hit@1 and hit@5 of the note opened then, overall and per month."""
+    memory off, to compare): hit@1 and hit@5 of the notes opened then, overall and per month."""
     with service._pool.connection() as pooled:
-        opens = usage_store.owner_opens(pooled.conn)
-    by_search: dict[int, dict] = {}
-    for search_id, searched_at, query, mode, note_id, _rank in opens:
-        entry = by_search.setdefault(search_id, {"at": searched_at, "query": query, "mode": mode, "opened": set()})
-        entry["opened"].add(note_id)
-    rows = []
-    for search_id, entry in sorted(by_search.items()):
-        mode = entry["mode"] if entry["mode"] in ("hybrid", "fts", "vector") else "hybrid"
-        judged = {n: 1.0 for n in entry["opened"]}
-        row = {"search_id": search_id, "month": entry["at"][:7], "query": entry["query"]}
-        for name, memory in (("memory", True), ("no_memory", False)):
-            options = SearchOptions(mode=mode, limit=LIMIT, log=False, kind="notes", memory=memory,
-                                    memory_exclude=search_id)
-            ranked = [r.note_id for r in service.search(entry["query"], options).results]
-            row[name] = {"hit@1": METRICS["hit@1"](ranked, judged), "hit@5": METRICS["hit@5"](ranked, judged)}
-        rows.append(row)
-    return {"kind": "usage", "searches": len(rows), "opens": len(opens), **_usage_summary(rows), "rows": rows}
-
-
-def _usage_summary(rows: list[dict]) -> dict:
-    def mean(part: list[dict], name: str, metric: str) -> float:
-        return round(sum(r[name][metric] for r in part) / len(part), 4) if part else 0.0
-
-    def summary(part: list[dict]) -> dict:
-        return {name: {m: mean(part, name, m) for m in ("hit@1", "hit@5")} for name in ("memory", "no_memory")}
-
-    months = sorted({r["month"] for r in rows})
-    return {**summary(rows), "months": [{"month": m, "searches": sum(r["month"] == m for r in rows),
-                                         **summary([r for r in rows if r["month"] == m])} for m in months]}
+        return {"kind": "usage", **replay(service._engine(pooled))}
 
 
 def format_report(report: dict) -> str:
