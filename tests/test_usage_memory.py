@@ -192,6 +192,8 @@ def test_the_cli_records_opened_and_forgets(garden, db_path, capsys):
     assert main(["--db", str(db_path), "search", QUERY, "--opened", "Gießkanne", "--no-log"]) == 2
     assert main(["--db", str(db_path), "search", QUERY, "--explain"]) == 0
     assert f"memory: opened after a similar search: '{QUERY}' (1×, today)" in capsys.readouterr().out
+    assert main(["--db", str(db_path), "eval", "usage"]) == 0
+    assert capsys.readouterr().out.startswith("usage: 1 logged searches with 1 opens")
     assert main(["--db", str(db_path), "usage", "forget", "--all", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["opens"] == 1
     assert main(["--db", str(db_path), "usage", "forget"]) == 2
@@ -252,3 +254,41 @@ def test_the_nightly_keeps_the_owners_measure_in_its_report(garden, db_path):
         _open_after(owner, "Spaten Harke", "Kompost.md")
         report = owner.run_job("graph", vault=garden.root).steps[0].report
     assert (report["usage_searches_replayed"], report["usage_hit@1"], report["usage_hit@5"]) == (2, 0.5, 0.5)
+
+
+def test_the_nightly_fit_adopts_a_clear_gain_and_never_overrides_the_users_file(garden, db_path, tmp_path,
+                                                                                  monkeypatch):
+    """Twelve searches after which the owner opened a note that only memory finds: the fit raises
+    memory_weight (it then comes first); a memory_weight in the user's file is never replaced."""
+    from mindtui.store.meta import get_meta_if_any, set_meta
+
+    conn = open_database(db_path)
+    with conn:  # an earlier fit's value, too weak for these searches (the user set none)
+        set_meta(conn, "search_learnt", json.dumps({"values": {"memory_weight": 0.5}}))
+    conn.close()
+    with _service(db_path, search={"fit_min_opens": 13}) as owner:
+        for query in ["Tomaten Sonne", "Tomaten Garten", "Tomaten Wasser"] * 4:
+            _open_after(owner, query, "Schuppen.md")
+        assert owner.run_job("graph", vault=garden.root).steps[0].report["fit"]["fitted"] is False  # 12 < 13
+    with _service(db_path, search={"fit_min_opens": 12}) as owner:
+        report = owner.run_job("graph", vault=garden.root).steps[0].report["fit"]
+        status = owner.status()
+    assert report["fitted"] and report["held_out_searches"] == 4 and report["adopted"], report
+    assert report["current"]["memory_weight"] == 0.5 and report["chosen"]["memory_weight"] > 0.5
+    assert report["held_out_mrr"]["gain"] >= 0.02
+    conn = open_database(db_path)
+    assert json.loads(get_meta_if_any(conn, "search_learnt"))["values"] == report["chosen"]
+    with conn:
+        set_meta(conn, "search_learnt", json.dumps({"values": {"memory_weight": 2.0, "convex_alpha": 0.3}}))
+    conn.close()
+    assert status["learnt_settings"]["search.memory_weight"] == report["chosen"]["memory_weight"]
+
+    user_file = tmp_path / "mindtui.yaml"
+    user_file.write_text("search:\n  memory_weight: 0.25\n", encoding="utf-8")
+    monkeypatch.setenv("MINDTUI_CONFIG_FILE", str(user_file))
+    with Service(load_settings().with_overrides(db=str(db_path)), audience=Audience.OWNER,
+                 models=ModelHolder(embedder_factory=lambda s, say: DeterministicFakeEmbedder())) as owner:
+        assert owner.status()["learnt_settings"] == {"search.convex_alpha": 0.3}  # the file's 0.25 wins
+        results = owner.search("Tomaten Sonne", SearchOptions(log=False)).results
+    gain = next(r.explain["memory"]["lent"] for r in results if r.path == "Schuppen.md")
+    assert gain <= 0.25 * max(r.explain["fused"] for r in results)

@@ -149,13 +149,15 @@ def _usage_replay(ctx: StepContext) -> dict:
     from mindtui.search.engine import make_search_engine
     from mindtui.search.usage_replay import replay
 
-    if not ctx.settings.search.memory:
-        return {}
-    found = replay(make_search_engine(ctx.conn, ctx.settings, ctx.message, holder=ctx.models), ("memory",))
-    if not found["searches"]:
-        return {}
-    return {"usage_searches_replayed": found["searches"], "usage_hit@1": found["memory"]["hit@1"],
-            "usage_hit@5": found["memory"]["hit@5"]}
+    from mindtui.search.fit import apply_learnt, fit
+
+    engine = make_search_engine(ctx.conn, apply_learnt(ctx.conn, ctx.settings), ctx.message, holder=ctx.models)
+    report = {"fit": fit(ctx.conn, ctx.settings, engine.models)}
+    found = replay(engine, ("memory",)) if ctx.settings.search.memory else {"searches": 0}
+    if found["searches"]:
+        report.update({"usage_searches_replayed": found["searches"], "usage_hit@1": found["memory"]["hit@1"],
+                       "usage_hit@5": found["memory"]["hit@5"]})
+    return report
 
 
 def consolidate_step(ctx: StepContext) -> dict:

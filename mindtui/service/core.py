@@ -25,6 +25,7 @@ from mindtui.models import files as model_files
 from mindtui.models.holder import ModelHolder, shared_holder
 from mindtui.progress import CancelToken, StepProgress
 from mindtui.search.engine import SearchEngine, SearchModels, SearchOptions, SearchResponse
+from mindtui.search.fit import apply_learnt
 from mindtui.service import views
 from mindtui.service.curation import ActionOutcome, Card, CurationDesk
 from mindtui.service.job_process import JobProcess, batch_summary
@@ -90,7 +91,8 @@ class Service:
     def _engine(self, pooled, say: Say | None = None) -> SearchEngine:
         engine = pooled.cache.get("engine")
         if engine is None:
-            engine = pooled.cache["engine"] = SearchEngine(pooled.conn, self.settings,
+            # Values the nightly fit learnt (search.fit) apply where the user set nothing.
+            engine = pooled.cache["engine"] = SearchEngine(pooled.conn, apply_learnt(pooled.conn, self.settings),
                                                            SearchModels(self.models, self.settings, say))
         return engine
 
@@ -219,6 +221,7 @@ class Service:
             runs = [run.__dict__ for run in job_store.recent_runs(conn, limit=5)]
             version = schema_version(conn)
             vault_root = get_meta(conn, VAULT_KEY)
+            tuned = apply_learnt(conn, self.settings)
         embeddable = coverage["chunks"] - coverage["chunks_ai_excluded"]
         return {
             "db": str(self.db_path), "audience": self.audience.value, "schema_version": version,
@@ -228,6 +231,7 @@ class Service:
                           "coverage": round(coverage["chunks_with_vector"] / embeddable, 4) if embeddable else 1.0},
             "models": [state.as_dict() for state in self.models.states(self.settings)],
             "recent_runs": runs,
+            "learnt_settings": {key: getattr(tuned.search, key.partition(".")[2]) for key in tuned.learnt},
         }
 
     def summary(self) -> dict:

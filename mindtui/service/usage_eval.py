@@ -146,7 +146,7 @@ def eval_usage(service) -> dict:
     """The owner's searches with opens, each searched again now without its own memory (and with
     memory off, to compare): hit@1 and hit@5 of the notes opened then, overall and per month."""
     with service._pool.connection() as pooled:
-        return {"kind": "usage", **replay(service._engine(pooled))}
+        return {"kind": "usage", **replay(service._engine(pooled)), "notices": []}
 
 
 def format_report(report: dict) -> str:
