@@ -1,19 +1,27 @@
 """Usage memory: what the owner opened after earlier searches that mean the same lends score.
 
 One more list in the fusion (README "Usage memory"). For the current query each earlier owner
-search with opens gets a similarity in [0, 1] from three things it shares with the query:
+search with opens gets a similarity in [0, 1]:
 
-- its words: the Jaccard share of query stems (a query typed again scores 1);
-- its neighbourhood: how many of its logged top results are among the current query's top
-  candidates (`search.memory_overlap_top`), before memory. Two wordings of one need retrieve
-  the same corner of the vault even when their words and vectors differ;
-- its meaning, by margin: e5 query vectors all lie 0.85-0.88 apart (DESIGN.md "Search"), so
-  raw cosine says little. A cosine counts by how far it stands above `search.memory_floor_cosine`
-  and above the runner-up: the best cosine among searches that opened other notes.
+- typed again: the Jaccard share of non-stop-word stems; from `search.memory_min_shared_words`
+  it is the similarity itself (the same query typed again scores 1);
+- otherwise the evidence that it was the same need, each part measured on help-de's repeat
+  queries (DESIGN.md "Search"):
+  * the same corner of the vault: the rank-weighted overlap (sum of 1/sqrt(rank here x rank
+    there), over the most that can be shared) of its logged top results and this query's top
+    `search.memory_overlap_top` fused candidates before memory;
+  * plus `search.memory_vector_share` x how far its query vector's cosine stands above the
+    other past queries' (in standard deviations: e5 query vectors all lie 0.85-0.88 apart, so a
+    raw cosine says little, a margin over the crowd a bit more);
+  * minus `search.memory_rank_penalty` x the place of the note it opened among this query's
+    candidates (`memory_overlap_top` + 1 when absent): a note this query finds anyway is a safer
+    loan than one from nowhere;
+  evidence below `search.memory_min_evidence` lends nothing, and it reaches 1 at
+  `memory_min_evidence + memory_evidence_span`.
 
-A search below `search.memory_min_similarity` lends nothing. A note's score is the noisy-or of
-(similarity x half-life decay since the open) over its opens: more opens after similar
-searches count more, never past 1; the fusion scales it by `search.memory_weight`.
+A note's score is the noisy-or of (similarity x half-life decay since the open) over its opens:
+more opens after similar searches count more, never past 1; the fusion adds
+`search.memory_weight` x that x the top fused score.
 """
 
 from __future__ import annotations
@@ -31,6 +39,9 @@ from mindtui.store import usage_store
 from mindtui.store.meta import data_version
 
 
+MIN_SPREAD = 5  # past query vectors needed before their cosines' spread means anything
+
+
 @dataclass(frozen=True)
 class Lent:
     """What the memory lends one note: a score in [0, 1) and what to tell about it."""
@@ -46,7 +57,7 @@ class _Past:
     search: usage_store.PastSearch
     stems: frozenset[str]
     vector: np.ndarray | None
-    top: frozenset[str]
+    top: tuple[str, ...]  # its logged results, best first
 
 
 class UsageMemory:
@@ -63,7 +74,7 @@ class UsageMemory:
             top = self.settings.search.memory_overlap_top
             past = [_Past(s, _stem_set(s.query),
                           np.frombuffer(s.vector, dtype=np.float32) if s.vector else None,
-                          frozenset(s.results[:top]))
+                          tuple(s.results[:top]))
                     for s in usage_store.past_searches(self.conn, model_id)]
             self._cache = (stamp, past)
         return self._cache[1]
@@ -104,7 +115,7 @@ class UsageMemory:
         times: dict[str, int] = {}
         last: dict[str, str] = {}
         for item, similarity in zip(past, similarities):
-            if similarity < options.memory_min_similarity:
+            if similarity <= 0.0:
                 continue
             for note_id, opened_at in item.search.opens:
                 age_days = max(0.0, (now - _parse(opened_at)).total_seconds() / 86400)
@@ -120,24 +131,34 @@ class UsageMemory:
 
 
 def _similarities(query: str, vector, current: list[str], past: list[_Past], options) -> list[float]:
+    """Each past search's similarity to this one in [0, 1] (the module docstring says how)."""
     stems = _stem_set(query)
-    now_top = frozenset(current)
-    floor = options.memory_floor_cosine
+    top = options.memory_overlap_top
+    place = {note_id: rank for rank, note_id in enumerate(current[:top], start=1)}
+    spread = sum(1.0 / rank for rank in range(1, top + 1))
+    standing = _standing(vector, past)
+    out = []
+    for item, stands in zip(past, standing):
+        shared = sum(1.0 / math.sqrt(place[n] * rank) for rank, n in enumerate(item.top, start=1) if n in place)
+        opened = min((place.get(n, top + 1) for n, _ in item.search.opens), default=top + 1)
+        evidence = shared / spread + options.memory_vector_share * stands - options.memory_rank_penalty * opened
+        lent = min(1.0, max(0.0, (evidence - options.memory_min_evidence) / options.memory_evidence_span))
+        words = len(stems & item.stems) / len(stems | item.stems) if stems | item.stems else 0.0
+        out.append(max(lent, words if words >= options.memory_min_shared_words else 0.0))
+    return out
+
+
+def _standing(vector, past: list[_Past]) -> list[float]:
+    """How many standard deviations each past query's cosine to this one stands above the mean of
+    them all (0 without vectors, or with fewer than MIN_SPREAD of them: no spread to measure)."""
     cosines = [float(np.dot(vector, p.vector)) if vector is not None and p.vector is not None
                and p.vector.shape == np.shape(vector) else None for p in past]
-    out = []
-    for index, item in enumerate(past):
-        words = len(stems & item.stems) / len(stems | item.stems) if stems | item.stems else 0.0
-        overlap = len(now_top & item.top) / max(1, min(len(now_top), len(item.top))) if now_top else 0.0
-        meaning = 0.0
-        if cosines[index] is not None:
-            opened = {n for n, _ in item.search.opens}
-            runner_up = max((c for i, c in enumerate(cosines) if c is not None and i != index
-                             and not opened & {n for n, _ in past[i].search.opens}), default=floor)
-            margin = cosines[index] - max(floor, runner_up)
-            meaning = min(1.0, max(0.0, margin) / max(1e-6, 1.0 - floor) * 10)
-        out.append(max(words, overlap * (0.5 + 0.5 * meaning)))
-    return out
+    known = [c for c in cosines if c is not None]
+    if len(known) < MIN_SPREAD:
+        return [0.0] * len(past)
+    mean = sum(known) / len(known)
+    deviation = (sum((c - mean) ** 2 for c in known) / len(known)) ** 0.5 or 1.0
+    return [(c - mean) / deviation if c is not None else 0.0 for c in cosines]
 
 
 def _stem_set(text: str) -> frozenset[str]:
