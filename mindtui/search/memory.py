@@ -33,13 +33,13 @@ from typing import Callable
 
 import numpy as np
 
-from mindtui.search.query import query_words
 from mindtui.text import analysis
 from mindtui.store import usage_store
 from mindtui.store.meta import data_version
 
 
 MIN_SPREAD = 5  # past query vectors needed before their cosines' spread means anything
+MAX_WORDS = 64  # words of a query compared (a pasted paragraph is not a query to remember by its words)
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def _standing(vector, past: list[_Past]) -> list[float]:
 
 def _stem_set(text: str) -> frozenset[str]:
     """The stems (every indexed language's) of the query's words that are not stop words."""
-    return frozenset(stem for word in query_words(text) if not analysis.is_stop_word(word)
+    return frozenset(stem for word in analysis.words(text)[:MAX_WORDS] if not analysis.is_stop_word(word)
                      for stem in analysis.stem_all_languages(word))
 
 
