@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from mindtui import __version__
-from mindtui.cli_queue import curate, curate_parser, knowledge, knowledge_parser
+from mindtui.cli_queue import curate, curate_parser, knowledge, knowledge_parser, usage, usage_parser
 from mindtui.cli_text import EXIT_CONFIG, EXIT_DATABASE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED
 from mindtui.cli_text import EXIT_OK, EXIT_USAGE, emit
 from mindtui.cli_text import job_summary, neighbours_text, report_table, search_text, status_text
@@ -124,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--no-log", action="store_true", help="do not record the search (search graph)")
     search.add_argument("--kind", choices=["notes", "knowledge"],
                         help="only notes, or only knowledge items (default: both, items marked)")
+    search.add_argument("--opened", metavar="NOTE", help="record that you used NOTE after this search "
+                        "(an editor integration): usage memory lifts it for similar searches later")
 
     note = sub.add_parser("note", parents=[common, reading], help="one note: facts, text, chunks",
                           description="A note's facts (type, tags, flags, warnings), its text and its chunks. "
@@ -157,11 +159,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "                      Recall@10, overall and per category\n"
                     "  links VAULT         the linked-pair test: each linking note's first 200 words as\n"
                     "                      query; hit@10 = a linked note in the top 10 (own note excluded)\n"
+                    "  repeat GOLDEN REPEAT --vault V  usage memory on repeat needs: half the golden\n"
+                    "                      queries searched and opened, then every second wording measured\n"
+                    "  usage               your own logged searches with opens, searched again now\n"
                     "Systems: fts, vector, hybrid, hybrid+graph, hybrid+rerank (with a reranker).\n"
                     "  --compare A.json B.json  two saved `eval --json` reports: metrics and categories\n"
                     "                      side by side, then every query whose score moved")
     evaluate.add_argument("kind", nargs="?", choices=EVAL_KINDS, help="what SOURCE is")
     evaluate.add_argument("source", nargs="?", metavar="SOURCE", type=Path, help="BEIR directory, golden JSON or vault")
+    evaluate.add_argument("repeat", nargs="?", metavar="REPEAT", type=Path, help="repeat: the second wordings' JSON")
     evaluate.add_argument("--compare", nargs=2, type=Path, metavar=("A.json", "B.json"),
                           help="compare two saved reports (made with --json) query by query; runs nothing")
     evaluate.add_argument("--vault", dest="eval_vault", type=Path, help="the vault a golden set belongs to")
@@ -181,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("action", choices=["build", "status"], help="build: (re)build the embedding GGUF; "
                         "status: paths, sizes, hashes, usability")
     curate_parser(sub, common)
+    usage_parser(sub, common)
     knowledge_parser(sub, common, reading)
     _mcp_parser(sub)
     return parser
@@ -258,9 +265,17 @@ def _run_job(args, service: Service, job: str, vault: Path | None, steps: list[s
 
 
 def _search(args, service: Service) -> int:
+    if args.opened and args.no_log:
+        raise InputError("--opened records the search it came from: it cannot go with --no-log")
+    if args.opened and service.audience is not Audience.OWNER:
+        raise NotAllowed("--opened teaches your usage memory: agents' searches never do")
     response = service.search(args.query, SearchOptions(
         mode=args.mode, limit=max(1, args.limit), note_type=args.note_type, tag=args.tag, path=args.path,
         log=not args.no_log, kind=args.kind))
+    if args.opened:
+        recorded = service.record_open(args.query, args.mode, [r.log_key for r in response.results], args.opened,
+                                       "cli", search_id=response.search_id)
+        response.notices.extend(recorded.notices)
     for notice in response.notices:
         print(f"notice: {notice}", file=sys.stderr)
     emit(args, response.as_dict(), search_text(response, args.explain))
@@ -281,8 +296,9 @@ def _eval(args, service: Service) -> int:
     if args.compare:
         print(compare_eval_reports(*args.compare))
         return EXIT_OK
-    if args.kind is None or args.source is None:
-        raise InputError("eval needs what to measure (beir DIR, golden FILE --vault V, links VAULT) or --compare A B")
+    if args.kind is None or (args.source is None and args.kind != "usage"):
+        raise InputError("eval needs what to measure (beir DIR, golden FILE --vault V, links VAULT, "
+                         "repeat GOLDEN REPEAT --vault V, usage) or --compare A B")
     if args.overrides:
         settings = service.settings.with_values(parse_overrides(args.overrides), "--set")
         with Service(settings, audience=service.audience, models=service.models) as tried:
@@ -296,7 +312,7 @@ def _eval_on(args, service: Service) -> int:
     report = service.evaluate(args.kind, args.source, vault=args.eval_vault, systems=systems,
                               max_queries=args.max_queries, sample=args.sample, split=args.split,
                               scratch=args.scratch, scratch_db=args.scratch_db, progress=progress,
-                              message=progress.message)
+                              message=progress.message, **({"repeat": args.repeat} if args.repeat else {}))
     progress.finish()
     for notice in report["notices"]:
         print(f"notice: {notice}", file=sys.stderr)
@@ -352,6 +368,8 @@ def _dispatch(args, service: Service) -> int:
         return curate(args, service)
     if command == "knowledge":
         return knowledge(args, service)
+    if command == "usage":
+        return usage(args, service)
     status = service.status()
     emit(args, status, status_text(status))
     return EXIT_OK

@@ -144,3 +144,25 @@ def knowledge(args, service: Service) -> int:
             print(f"error: line {result['line']}: {result['reason']}", file=sys.stderr)
     emit(args, {"results": results}, ingest_text(results))
     return EXIT_FAILED if any(r["decision"] == "invalid" for r in results) else EXIT_OK
+
+
+def usage_parser(sub, common: argparse.ArgumentParser) -> None:
+    usage = sub.add_parser(
+        "usage", parents=[common], help="usage memory: forget what was learnt from your searches",
+        description="What you opened after a search lifts that note for later searches that mean the same "
+                    "(README \"Usage memory\"). forget removes logged searches with their opens and the search "
+                    "pairs they taught: by query text (same text, any case), before a date, or all; with only "
+                    "--note, that note's opens.")
+    actions = usage.add_subparsers(dest="usage_command", metavar="ACTION", required=True)
+    forget = actions.add_parser("forget", parents=[common], help="forget searches and opens")
+    forget.add_argument("--query", metavar="TEXT", help="searches with this query text")
+    forget.add_argument("--note", metavar="NOTE", help="opens of this note (path, title, alias or id)")
+    forget.add_argument("--before", metavar="DATE", help="searches before this date (YYYY-MM-DD)")
+    forget.add_argument("--all", dest="forget_all", action="store_true", help="every search and open")
+
+
+def usage(args, service: Service) -> int:
+    counts = service.usage_forget(query=args.query, note=args.note, before=args.before, everything=args.forget_all)
+    emit(args, counts, f"forgot {counts['searches']} search(es), {counts['opens']} open(s); "
+                       f"{counts['pairs_unlearnt']} search pair(s) unlearnt")
+    return EXIT_OK

@@ -43,6 +43,8 @@ def search_text(response, explain: bool) -> str:
         lines.append(f"    {result.snippet}")
         if explain:
             lines.append(f"    explain: {json.dumps(result.explain, ensure_ascii=False)}")
+            if result.explain.get("memory"):
+                lines.append(f"    memory: {result.explain['memory']['why']}")
     return "\n".join(lines) if lines else "no results"
 
 
@@ -85,6 +87,8 @@ def status_text(status: dict) -> str:
     lines.extend(f"model {m['role']}: {m['status']}" + (f" ({m['reason']})" if m["reason"] else "")
                  for m in status["models"])
     lines.extend(f"{run['started_at']}  {run['job']}/{run['step']}  {run['status']}" for run in status["recent_runs"])
+    if status.get("learnt_settings"):  # the nightly fit's values (a setting in your file always wins)
+        lines.append("learnt   " + "  ".join(f"{k}={v}" for k, v in status["learnt_settings"].items()))
     return "\n".join(lines)
 
 

@@ -91,6 +91,17 @@ class SearchSettings:
     graph_expansion_factor: float = setting(low=0.0)
     rerank_top: int = setting(low=0)
     log_top: int = setting(low=0)
+    memory: bool = setting()
+    memory_weight: float = setting(low=0.0)
+    memory_half_life_days: float = setting(above=0.0)
+    memory_min_shared_words: float = setting(above=0.0, high=1.0)
+    memory_overlap_top: int = setting(low=1, high=100)
+    memory_vector_share: float = setting(low=0.0)
+    memory_rank_penalty: float = setting(low=0.0)
+    memory_min_evidence: float = setting()
+    memory_evidence_span: float = setting(above=0.0)
+    fit_min_opens: int = setting(low=1)
+    fit_margin: float = setting(low=0.0)
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,8 @@ class GraphSettings:
 class PrivacySettings:
     private_paths: tuple[str, ...] = setting()
     log_agent_queries: bool = setting()
+    agent_uses_history: bool = setting()
+    usage_retention_days: int = setting(low=0)
 
 
 @dataclass(frozen=True)
@@ -338,8 +351,10 @@ def _layer(data: Mapping, source: str) -> Mapping:
 class Settings:
     """The validated settings: typed sections plus the paths derived from the top-level keys."""
 
-    def __init__(self, data: Mapping) -> None:
+    def __init__(self, data: Mapping, chosen: frozenset[str] = frozenset(), learnt: tuple[str, ...] = ()) -> None:
         self.data = copy.deepcopy(dict(data))  # the merged plain values (re-validated by with_values)
+        self.chosen = chosen  # "section.key" set by a layer above the bundled defaults (file, env, override)
+        self.learnt = learnt  # "section.key" whose value the nightly fit learnt (never one in `chosen`)
         schema: Schema = _check(Schema, self.data, "", complete=True)
         self.import_ = schema.import_
         self.database = schema.database
@@ -375,7 +390,17 @@ class Settings:
 
     def with_values(self, values: Mapping, source: str = "override") -> "Settings":
         """A copy with some values replaced (nested mapping, checked like any other layer)."""
-        return Settings(_merge(copy.deepcopy(self.data), _layer(values, source)))
+        return Settings(_merge(copy.deepcopy(self.data), _layer(values, source)), self.chosen | _keys(values),
+                        self.learnt)
+
+    def with_learnt(self, section: str, values: Mapping) -> "Settings":
+        """A copy with values the nightly fit learnt, except for keys set by the user (the user's
+        file, the environment or an override always wins)."""
+        kept = {k: v for k, v in values.items() if f"{section}.{k}" not in self.chosen}
+        if not kept:
+            return self
+        merged = _merge(copy.deepcopy(self.data), _layer({section: kept}, "learnt"))
+        return Settings(merged, self.chosen, self.learnt + tuple(f"{section}.{k}" for k in kept))
 
     def with_overrides(self, **values: Any) -> "Settings":
         """A copy with top-level keys replaced (None values are ignored)."""
@@ -385,13 +410,25 @@ class Settings:
 def load_settings(env: Mapping[str, str] | None = None, overrides: Mapping | None = None) -> Settings:
     env = os.environ if env is None else env
     data = _read_yaml(locations.bundled_config_file("mindtui.yaml"))
+    chosen: frozenset[str] = frozenset()
     user_file = locations.user_config_file(dict(env))
     if user_file.exists():
-        _merge(data, _layer(_read_yaml(user_file), str(user_file)))
+        user = _read_yaml(user_file)
+        _merge(data, _layer(user, str(user_file)))
+        chosen |= _keys(user)
     elif env.get(CONFIG_FILE_ENV):
         raise ConfigError(f"{CONFIG_FILE_ENV} names {user_file}, which does not exist")
     for name, layer in _env_layers(env):
         _merge(data, _layer(layer, name))
+        chosen |= _keys(layer)
     if overrides:
         _merge(data, _layer(overrides, "override"))
-    return Settings(data)
+        chosen |= _keys(overrides)
+    return Settings(data, chosen)
+
+
+def _keys(values: Mapping | None) -> frozenset[str]:
+    """The "section.key" (or top-level key) names a layer sets."""
+    return frozenset(f"{name}.{key}" if isinstance(inner, Mapping) else name
+                     for name, inner in (values or {}).items()
+                     for key in (inner if isinstance(inner, Mapping) else [None]))

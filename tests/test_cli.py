@@ -39,7 +39,7 @@ READING = COMMON + ("--audience",)
     ("search", READING + ("QUERY", "--limit", "--mode", "{hybrid,fts,vector}", "--type", "--tag", "--path",
                           "--explain", "--no-log")),
     ("note", READING + ("NOTE", "--chunks")),
-    ("eval", COMMON + ("{beir,golden,links}", "SOURCE", "--vault", "--systems", "--max-queries", "--sample",
+    ("eval", COMMON + ("{beir,golden,links,repeat,usage}", "SOURCE", "REPEAT", "--vault", "--systems", "--max-queries", "--sample",
                        "--split", "--scratch", "--scratch-db", "--set")),
     ("neighbors", READING + ("NOTE", "--signal", "--limit")),
     ("neighbours", READING + ("NOTE", "--signal", "--limit")),
@@ -137,7 +137,7 @@ def test_search_json_shape_and_notices(sample_vault, db_path, real_model, capsys
     assert main(["search", "Zettelkasten Luhmann", "--db", str(db_path), "--json", "--limit", "3", "--no-log"]) == 0
     captured = capsys.readouterr()
     data = json.loads(captured.out)
-    assert set(data) == {"mode", "notices", "results"} and data["mode"] == "hybrid"
+    assert set(data) == {"mode", "notices", "results", "search_id"} and data["mode"] == "hybrid"
     assert any("no vectors yet" in n for n in data["notices"]) and "no vectors yet" in captured.err
     assert len(data["results"]) == 3
     first = data["results"][0]

@@ -120,13 +120,15 @@ def _days_ago(days: int) -> str:
 
 def graph_step(ctx: StepContext) -> dict:
     """Refresh the change graph from the work logs; drop search pairs of deleted notes and
-    searches older than retention.search_log_days (0 keeps them forever); refresh the curation queue."""
+    searches older than retention.search_log_days (0 keeps them forever), opens and query vectors older
+    than privacy.usage_retention_days and opens of deleted notes; refresh the curation queue."""
     from mindtui.curation.refresh import refresh
     from mindtui.curation.registry import KINDS
     from mindtui.curation.sessions import MASS_EDITS, included_sessions
     from mindtui.graph.change_graph import build_change_graph
     from mindtui.store.graph_store import prune_search_pairs
     from mindtui.store.search_store import prune_search_log
+    from mindtui.store.usage_store import prune_opens
 
     report = build_change_graph(ctx.conn, ctx.need_vault(), ctx.settings,
                                 include=included_sessions(ctx.conn)).as_dict()  # mass edits the owner took in
@@ -136,11 +138,31 @@ def graph_step(ctx: StepContext) -> dict:
         ctx.message(f"graph: {mass['log']} session {mass['session']} names {mass['notes']} notes "
                     f"(> graph.max_notes_per_session): a mass edit, left out")
     report["search_pairs_pruned"] = prune_search_pairs(ctx.conn)
+    usage_days = ctx.settings.privacy.usage_retention_days  # first: a forgotten search takes its opens along
+    report["usage"] = prune_opens(ctx.conn, _days_ago(usage_days) if usage_days else "")
     days = ctx.settings.retention.search_log_days
     report["searches_forgotten"] = prune_search_log(ctx.conn, _days_ago(days)) if days else 0
+    report.update(_usage_replay(ctx))
     kinds = [name for name, kind in KINDS.items() if kind.family != "knowledge"]  # those: the steps below
     report["curation"] = refresh(ctx.conn, ctx.settings, kinds=kinds,
                                  sources={MASS_EDITS: report["mass_edits"]}).as_dict()
+    return report
+
+
+def _usage_replay(ctx: StepContext) -> dict:
+    """How often a note the owner opened after a search now comes first / in the top 5 when that
+    search is replayed without its own memory (search/usage_replay.py; `mindtui eval usage`)."""
+    from mindtui.search.engine import make_search_engine
+    from mindtui.search.usage_replay import replay
+
+    from mindtui.search.fit import apply_learnt, fit
+
+    engine = make_search_engine(ctx.conn, apply_learnt(ctx.conn, ctx.settings), ctx.message, holder=ctx.models)
+    report = {"fit": fit(ctx.conn, ctx.settings, engine.models)}
+    found = replay(engine, ("memory",)) if ctx.settings.search.memory else {"searches": 0}
+    if found["searches"]:
+        report.update({"usage_searches_replayed": found["searches"], "usage_hit@1": found["memory"]["hit@1"],
+                       "usage_hit@5": found["memory"]["hit@5"]})
     return report
 
 

@@ -18,6 +18,7 @@ from mindtui.config import Settings
 from mindtui.errors import ModelUnavailableError
 from mindtui.search import fusion
 from mindtui.search.knowledge import KINDS, LOG_PREFIX, knowledge_hits
+from mindtui.search.memory import UsageMemory, vector_bytes
 from mindtui.search.query import ParsedQuery, parse_query
 from mindtui.search.snippets import highlight_spans, snippet
 from mindtui.store import knowledge_store
@@ -54,6 +55,8 @@ class SearchOptions:
     # and let it load in the background (a TUI keystroke, an MCP call right after start).
     wait_for_model: bool = True
     kind: str | None = None  # notes | knowledge | None: both (knowledge items are current items only)
+    memory: bool | None = None  # usage memory in hybrid searches; None = the `search.memory` setting
+    memory_exclude: int | None = None  # a logged search whose opens must not lend (its own replay)
 
     @property
     def filtered(self) -> bool:
@@ -91,9 +94,10 @@ class SearchResponse:
     mode: str
     notices: list[str] = field(default_factory=list)
     results: list[SearchResult] = field(default_factory=list)
+    search_id: int | None = None  # its search log entry, when it was logged
 
     def as_dict(self) -> dict:
-        return {"mode": self.mode, "notices": self.notices, "results": [r.as_dict() for r in self.results]}
+        return {**self.__dict__, "results": [r.as_dict() for r in self.results]}
 
 
 def _best_per_note(hits: list[store.ChunkHit]) -> list[store.ChunkHit]:
@@ -133,6 +137,7 @@ class SearchEngine:
         self.audience = audience_of(conn)
         self._title_cache: tuple[int, TitleKeys] | None = None
         self._last_lists: dict[str, list[tuple[str, float]]] = {}  # the notes' candidate lists of the last search
+        self.memory = UsageMemory(conn, settings)
 
     # -- retrievers -----------------------------------------------------------------------
     def _fts(self, query: ParsedQuery, options: SearchOptions, pool: int) -> list[store.ChunkHit]:
@@ -218,7 +223,8 @@ class SearchEngine:
             items = self._items(parsed, options, text_filter, query_vector)
             response.results = _merged(response.results, items, options.limit)
         if options.log and response.results:
-            self._log(query, options.mode, [r.log_key for r in response.results], response.notices)
+            response.search_id = self._log(query, options.mode, [r.log_key for r in response.results],
+                                           response.notices, query_vector.value if query_vector.done else None)
         return response
 
     def count(self, query: str, options: SearchOptions) -> int:
@@ -276,6 +282,7 @@ class SearchEngine:
             fused = fusion.convex(ranked, self.options.convex_alpha, self.options.convex_normalisation)
         else:
             fused = fusion.rrf(ranked, self.options.rrf_k, dataclasses.asdict(self.options.rrf_weights))
+        fused = self._remember(query, options, fused, explain, query_vector)
 
         weights = store.retriever_weights(self.conn, list(fused))
         scores: dict[str, float] = {}
@@ -323,6 +330,16 @@ class SearchEngine:
                                         shown, chunk_id, explain.get(note_id, {}), note_type=fact.type,
                                         highlights=highlight_spans(shown, stems)))
         return results
+
+    def _remember(self, query: str, options: SearchOptions, fused: dict[str, float], explain: dict,
+                  query_vector) -> dict[str, float]:
+        """Usage memory (hybrid only): for an agent only with privacy.agent_uses_history, past queries untold."""
+        owner = self.audience is Audience.OWNER
+        wanted = self.options.memory if options.memory is None else options.memory
+        if not wanted or options.mode != "hybrid" or not (owner or self.settings.privacy.agent_uses_history):
+            return fused
+        return self.memory.fuse(query, query_vector(), fused, explain, lambda ids: self._passing(ids, options),
+                                with_queries=owner, exclude_search=options.memory_exclude)
 
     def _expand(self, scores: dict[str, float], options: SearchOptions) -> dict[str, list[tuple[float, str]]]:
         """1-hop graph expansion: the top notes lend part of their score to the notes they link with.
@@ -447,21 +464,29 @@ class SearchEngine:
     def record(self, query: str, mode: str, note_ids: list[str]) -> list[str]:
         """Log a search whose results were shown without logging (a front end that searches as
         the user types logs only the query the user acted on). Returns notices."""
-        notices: list[str] = []
-        self._log(query, mode, note_ids, notices)
-        return notices
+        return self.log_entry(query, mode, note_ids)[1]
 
-    def _log(self, query: str, mode: str, note_ids: list[str], notices: list[str]) -> None:
-        """The owner's searches teach search pairs; an agent's are kept apart (or not at all
-        with privacy.log_agent_queries: false) and teach nothing."""
+    def log_entry(self, query: str, mode: str, note_ids: list[str]) -> tuple[int | None, list[str]]:
+        """record(), returning the log entry's id too (None: not logged) and the notices."""
+        notices: list[str] = []
+        # The search just ran: its vector is in the embedder's cache (never wait for a model here).
+        found = self._query_vector(query, SearchOptions(wait_for_model=False), []) if mode != "fts" else None
+        return self._log(query, mode, note_ids, notices, found), notices
+
+    def _log(self, query: str, mode: str, note_ids: list[str], notices: list[str], vector) -> int | None:
+        """The owner's searches teach search pairs and keep their (model id, query vector) for usage
+        memory; an agent's are kept apart (or not at all with privacy.log_agent_queries: false) and
+        teach nothing. Returns the log entry's id (None: not logged)."""
         owner = self.audience is Audience.OWNER
         if not owner and not self.settings.privacy.log_agent_queries:
-            return
+            return None
+        blob, model = (vector_bytes(vector[1]), vector[0]) if owner and vector is not None else (None, None)
         try:
-            store.log_search(self.conn, query, mode, note_ids[:self.options.log_top], self.audience.value,
-                             learn_pairs=owner)
+            return store.log_search(self.conn, query, mode, note_ids[:self.options.log_top], self.audience.value,
+                                    learn_pairs=owner, vector=blob, vector_model=model)
         except apsw.Error as exc:  # the search graph is a by-product: never fail the search for it
             notices.append(f"search not logged ({exc})")
+            return None
 
 
 def _merged(notes: list[SearchResult], items: list[SearchResult], limit: int) -> list[SearchResult]:

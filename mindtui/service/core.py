@@ -25,6 +25,7 @@ from mindtui.models import files as model_files
 from mindtui.models.holder import ModelHolder, shared_holder
 from mindtui.progress import CancelToken, StepProgress
 from mindtui.search.engine import SearchEngine, SearchModels, SearchOptions, SearchResponse
+from mindtui.search.fit import apply_learnt
 from mindtui.service import views
 from mindtui.service.curation import ActionOutcome, Card, CurationDesk
 from mindtui.service.job_process import JobProcess, batch_summary
@@ -94,7 +95,8 @@ class Service:
     def _engine(self, pooled, say: Say | None = None) -> SearchEngine:
         engine = pooled.cache.get("engine")
         if engine is None:
-            engine = pooled.cache["engine"] = SearchEngine(pooled.conn, self.settings,
+            # Values the nightly fit learnt (search.fit) apply where the user set nothing.
+            engine = pooled.cache["engine"] = SearchEngine(pooled.conn, apply_learnt(pooled.conn, self.settings),
                                                            SearchModels(self.models, self.settings, say))
         return engine
 
@@ -171,6 +173,29 @@ class Service:
         with self._pool.connection() as pooled:
             return self._engine(pooled).record(query, mode, note_ids)
 
+    def record_open(self, query: str, mode: str, results: list[str], opened: str, how: str,
+                    search_id: int | None = None):
+        """The owner opened `opened` (a note name or id) after a search whose shown results were
+        `results` (note ids, best first): enter (TUI Enter), copy (`y`), follow (a link followed from
+        it), cli (`search --opened`). Logs the search first unless `search_id` is its entry. Usage
+        memory learns from it (README "Usage memory"). Returns a service.usage.OpenRecorded."""
+        self._owner_only("recording what was opened")
+        from mindtui.service import usage
+
+        with self._pool.connection() as pooled:
+            return usage.record_open(self._engine(pooled), pooled.conn, query, mode, results, opened, how,
+                                     search_id)
+
+    def usage_forget(self, *, query: str | None = None, note: str | None = None, before: str | None = None,
+                     everything: bool = False) -> dict:
+        """`mindtui usage forget`: searches (with their opens and the search pairs they taught) by
+        query text, before a date, or all; with only a note, that note's opens. Returns counts."""
+        self._owner_only("forgetting usage")
+        from mindtui.service import usage
+
+        with self._pool.connection() as pooled:
+            return usage.forget(pooled.conn, query=query, note=note, before=before, everything=everything)
+
     def vault_root(self) -> Path | None:
         """The vault: the configured one, else the one this database was last imported from."""
         if self.settings.vault is not None:
@@ -207,6 +232,7 @@ class Service:
             version = schema_version(conn)
             vault_root = get_meta(conn, VAULT_KEY)
             db_bytes = store_bytes(conn)
+            tuned = apply_learnt(conn, self.settings)
         embeddable = coverage["chunks"] - coverage["chunks_ai_excluded"]
         # The owner's only: the file's size over the visible counts would tell an agent how much is hidden.
         storage = {"storage": {"db_bytes": db_bytes,
@@ -221,6 +247,7 @@ class Service:
                           "coverage": round(coverage["chunks_with_vector"] / embeddable, 4) if embeddable else 1.0},
             "models": [state.as_dict() for state in self.models.states(self.settings)],
             "recent_runs": runs, **storage,
+            "learnt_settings": {key: getattr(tuned.search, key.partition(".")[2]) for key in tuned.learnt},
         }
 
     def summary(self) -> dict:
@@ -297,6 +324,10 @@ class Service:
         self._owner_only("evaluation")
         from mindtui.service.evaluate import evaluate
 
+        if kind == "usage":  # the owner's own log, in this database (read only: nothing is logged)
+            from mindtui.service.usage_eval import eval_usage
+
+            return eval_usage(self)
         return evaluate(self.settings, kind, source, holder=self.models, **options)
 
     # -- the curation queue (owner) ---------------------------------------------------------

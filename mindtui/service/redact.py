@@ -74,6 +74,8 @@ def public_explain(explain: dict) -> dict:
     for key, value in explain.items():
         if key in ("fts", "vector", "title", "rerank") and isinstance(value, dict):
             out[key] = {"rank": value["rank"]}
+        elif key == "memory" and isinstance(value, dict):  # its text names no past query for an agent
+            out[key] = {"rank": value["rank"], "why": value.get("why", "")}
         elif key == "graph" and isinstance(value, dict):
             out[key] = {"from": value.get("from", [])}
         elif key in _PUBLIC_EXPLAIN:

@@ -14,11 +14,12 @@ from mindtui.store.curation_store import move_items
 
 
 def move_note_data(conn: apsw.Connection, old: str, new: str) -> None:
-    """Re-key the search pairs of `old` to `new` (weights of pairs both had are added) and its
-    curation cards."""
+    """Re-key the search pairs of `old` to `new` (weights of pairs both had are added), its
+    curation cards and what was opened of it after searches (usage memory)."""
     if old == new:
         return
     move_items(conn, old, new)
+    conn.execute("UPDATE main.search_opens SET note_id = ? WHERE note_id = ?", (new, old))
     rows = conn.execute(
         "SELECT CASE WHEN note_a = ?1 THEN note_b ELSE note_a END, weight, last_seen FROM main.search_pairs"
         " WHERE note_a = ?1 OR note_b = ?1", (old,)).fetchall()

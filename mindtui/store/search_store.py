@@ -178,16 +178,18 @@ def has_vectors(conn: apsw.Connection, model_id: str) -> bool:
 
 
 def log_search(conn: apsw.Connection, query: str, mode: str, note_ids: list[str], audience: str,
-               learn_pairs: bool) -> int:
+               learn_pairs: bool, vector: bytes | None = None, vector_model: str | None = None) -> int:
     """Record a search (results: note ids, and "knowledge:<item_id>" for items); with learn_pairs, raise
-    the weight of every unordered pair of notes among its results.
+    the weight of every unordered pair of notes among its results. vector: the query's (the owner's
+    searches keep it for usage memory) and the model that made it.
 
     Written to `main.` tables by name: an agent connection reads filtered views of them.
     """
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     with conn:
-        conn.execute("INSERT INTO main.search_log (searched_at, query, mode, results, audience) VALUES (?, ?, ?, ?, ?)",
-                     (now, query, mode, json.dumps(note_ids), audience))
+        conn.execute("INSERT INTO main.search_log (searched_at, query, mode, results, audience, query_vector,"
+                     " vector_model) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     (now, query, mode, json.dumps(note_ids), audience, vector, vector_model))
         search_id = conn.last_insert_rowid()
         if learn_pairs:
             notes = {n for n in note_ids if not n.startswith("knowledge:")}  # items teach no note pairs

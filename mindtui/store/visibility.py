@@ -1,7 +1,7 @@
 """The audience rule, enforced by the connection itself.
 
 A connection opened for `agent` gets TEMP views named like the tables they hide (notes,
-chunks, note_links, edges, search_pairs, search_log, job_runs and the views built on them).
+chunks, note_links, edges, search_pairs, search_log, search_opens, job_runs and the views built on them).
 SQLite resolves an unqualified name in the temp schema first, so every query function reads
 the filtered rows without knowing it: nothing can forget the rule, and a new query is covered
 the day it is written. What an agent connection never sees:
@@ -127,6 +127,8 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
         "CREATE TEMP VIEW search_pairs AS SELECT p.* FROM main.search_pairs p WHERE "
         f"{_visible('p.note_a')} AND {_visible('p.note_b')}",
         "CREATE TEMP VIEW search_log AS SELECT s.* FROM main.search_log s WHERE s.audience = 'agent'",
+        # What the owner opened after a search is the owner's (usage memory reads main rows itself).
+        "CREATE TEMP VIEW search_opens AS SELECT o.* FROM main.search_opens o WHERE 0",
         f"CREATE TEMP VIEW job_runs AS SELECT {job_columns} FROM main.job_runs e",
         # The curation queue is the owner's conversation with mindtui: nothing of it for an agent.
         "CREATE TEMP VIEW curation_items AS SELECT c.* FROM main.curation_items c WHERE 0",

@@ -85,6 +85,9 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
         self.pending_item: int | None = None  # the knowledge item the Knowledge mode selects next
         self.errors: list[str] = []  # tracebacks of errors the app survived: written to stderr at exit
         self.jobs: list = []  # the JobProcess children started from the Jobs mode
+        # The last search result opened with Enter: (search log id, its note id, the search's results).
+        # Copying that note's link (y) or following a link out of it adds to the same search (usage memory).
+        self.search_trail: tuple[int, str, list[str]] | None = None
 
     # -- lifetime ------------------------------------------------------------------------
     @property

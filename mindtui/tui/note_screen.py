@@ -156,6 +156,7 @@ class NoteScreen(ReportsWorkerErrors, Screen):
         if message.remember and self.note is not None and self.note.note_id != message.note.note_id:
             self.back_stack.append(self.note.note_id)
             self.forward_stack.clear()
+            self.record_use(message.note.note_id, "follow", via=self.note.note_id)
         self.note, self.neighbours, self.items = message.note, message.neighbours, message.items
         self.app.pending_note = message.note.note_id
         self.chunk_index = None
@@ -277,6 +278,20 @@ class NoteScreen(ReportsWorkerErrors, Screen):
         if self.note is not None:
             self.app.copy_to_clipboard(f"[[{self.note.title}]]")
             self.notify(f"copied [[{self.note.title}]]")
+            self.record_use(self.note.note_id, "copy", via=self.note.note_id)
+
+    def record_use(self, note_id: str, how: str, via: str) -> None:
+        """Usage memory: the note opened from a search (via) had its link copied or a link followed
+        out of it (note_id); both count for that search. Other notes are not the search's doing."""
+        trail = self.app.search_trail
+        if trail is not None and trail[1] == via:
+            self._record_open(trail, note_id, how)
+
+    @work(thread=True, exit_on_error=False, group="usage")
+    def _record_open(self, trail: tuple[int, str, list[str]], note_id: str, how: str) -> None:
+        search_id, _, results = trail
+        for notice in self.app.service.record_open("", "hybrid", results, note_id, how, search_id=search_id).notices:
+            self.app.call_from_thread(self.notify, notice, severity="warning")
 
     def action_back(self) -> None:
         if self.back_stack and self.note is not None:

@@ -78,6 +78,9 @@ def explain_text(result: SearchResult) -> str:
     graph = explain.get("graph")
     if graph:
         lines.append(f"graph     +{graph.get('gain')} from {len(graph.get('from', []))} note(s)")
+    memory = explain.get("memory")
+    if memory:  # usage memory: why, in words (an agent is never told a past query)
+        lines.append(f"memory    +{memory.get('lent', '')} {memory.get('why', '')}")
     if explain.get("exact"):
         lines.append("exact     the query names this note")
     if explain.get("rerank"):
@@ -195,8 +198,16 @@ class SearchScreen(ReportsWorkerErrors, Screen):
             self.post_message(self.Answer(generation, "hybrid", query, response))
 
     @work(thread=True, exit_on_error=False, group="search-log")
-    def record(self, query: str, note_ids: list[str]) -> None:
-        for notice in self.app.service.record_search(query, "hybrid", note_ids):
+    def record(self, query: str, note_ids: list[str], opened: str | None = None) -> None:
+        """Log the search the user acted on; a note opened from it teaches usage memory too."""
+        if opened is None:  # a knowledge item: the search graph learns from its results, the memory does not
+            notices = self.app.service.record_search(query, "hybrid", note_ids)
+        else:
+            recorded = self.app.service.record_open(query, "hybrid", note_ids, opened, "enter")
+            if recorded.search_id is not None:
+                self.app.search_trail = (recorded.search_id, recorded.note_id, note_ids)
+            notices = recorded.notices
+        for notice in notices:
             self.app.call_from_thread(self.notify, notice, severity="warning")
 
     @on(Answer)
@@ -346,7 +357,9 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         result = self.selected() or (self.results[0] if self.results else None)
         if result is None:
             return
-        self.record(self.query_text, [r.log_key for r in self.results])
+        self.app.search_trail = None
+        self.record(self.query_text, [r.log_key for r in self.results],
+                    result.note_id if result.kind == "note" else None)
         if result.kind == "knowledge":
             self.app.open_item(result.item_id)
         else:

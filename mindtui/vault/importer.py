@@ -32,6 +32,7 @@ from mindtui.progress import NEVER_CANCELLED, CancelToken, Progress, no_progress
 from mindtui.store import anchors as anchor_store
 from mindtui.store import edges as edge_store
 from mindtui.store import notes as note_store
+from mindtui.store import usage_store
 from mindtui.store.batch import immediate, write_batches
 from mindtui.store.identity import move_note_data
 from mindtui.store.meta import PRIVACY_KEY, VAULT_KEY, get_meta, set_meta
@@ -163,6 +164,7 @@ class VaultImporter:
             for state in vanished:
                 batches.ensure_open()
                 note_store.delete_note(self.conn, state.note_id)
+                usage_store.forget_note_opens(self.conn, [state.note_id])  # what was learnt about it goes too
                 batches.item_done()
             if touched:
                 batches.ensure_open()
