@@ -278,7 +278,7 @@ def test_private_notes_crowding_the_query_leave_an_agents_vector_list_full(tmp_p
     for crowd in (40, 0):
         settings, holder = vector_world(root, crowd)
         with Service(settings, audience=Audience.AGENT, models=holder) as agent:
-            response = agent.search("Garten", SearchOptions(mode="vector", log=False))
+            response = agent.search("Garten", SearchOptions(mode="vector", log=False, limit=3))  # pool 3
             # chunk_id is a row id: the private notes, imported first, shift it (as hidden items
             # shift item ids); it is the one field left out.
             outputs[crowd] = dumped(tools.search(agent, {"query": "Garten", "mode": "vector"}, "scout")) + dumped(

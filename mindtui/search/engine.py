@@ -20,6 +20,7 @@ from mindtui.search import fusion
 from mindtui.search.knowledge import KINDS, LOG_PREFIX, knowledge_hits
 from mindtui.search.memory import UsageMemory, vector_bytes
 from mindtui.search.query import ParsedQuery, parse_query
+from mindtui.search.rerank import rerank
 from mindtui.search.snippets import highlight_spans, snippet
 from mindtui.store import knowledge_store
 from mindtui.store import search_store as store
@@ -27,7 +28,7 @@ from mindtui.store import vectors as vector_store
 from mindtui.store.meta import EMBED_REMAINING_KEY, data_version, get_meta
 from mindtui.store.visibility import audience_of
 from mindtui.text import analysis
-from mindtui.text.names import exact_key, passage_text
+from mindtui.text.names import exact_key
 
 MODES = ("hybrid", "fts", "vector")
 # How much an edge of each provenance lets a note lend in graph expansion (DESIGN.md: explicit 1.0, rule 0.8).
@@ -315,7 +316,8 @@ class SearchEngine:
                 ranked_lenders = sorted(lent[note_id], reverse=True)
                 explain.setdefault(note_id, {})["graph"] = {
                     "gain": round(ranked_lenders[0][0], 6), "from": [source for _, source in ranked_lenders[:3]]}
-        reranked = self._rerank(query.text, rest, best_chunk, facts, explain, options, response.notices)
+        reranked = (rerank(self.conn, self.models, self.options.rerank_top, query.text, rest, best_chunk, facts,
+                           explain, response.notices) if options.rerank else rest)
         order = present + reranked  # the reranker orders the rest: exact title matches stay first
         texts = store.chunk_texts(self.conn, [c for c in (best_chunk.get(n) for n in order[:options.limit]) if c])
         stems = query.stem_set
@@ -331,13 +333,14 @@ class SearchEngine:
                                         highlights=highlight_spans(shown, stems)))
         return results
 
-    def _remember(self, query: str, options: SearchOptions, fused: dict[str, float], explain: dict,
+    def _remember(self, query: ParsedQuery, options: SearchOptions, fused: dict[str, float], explain: dict,
                   query_vector) -> dict[str, float]:
         """Usage memory (hybrid only): for an agent only with privacy.agent_uses_history, past queries untold."""
         owner = self.audience is Audience.OWNER
         wanted = self.options.memory if options.memory is None else options.memory
-        if not wanted or options.mode != "hybrid" or not (owner or self.settings.privacy.agent_uses_history):
-            return fused
+        if (not wanted or options.mode != "hybrid" or not query.words
+                or not (owner or self.settings.privacy.agent_uses_history)):
+            return fused  # (a query of no words means nothing to compare with earlier ones)
         return self.memory.fuse(query, query_vector(), fused, explain, lambda ids: self._passing(ids, options),
                                 with_queries=owner, exclude_search=options.memory_exclude)
 
@@ -430,36 +433,6 @@ class SearchEngine:
                         by_words.setdefault(" ".join(name_words), set()).add(note_id)
             self._title_cache = (version, TitleKeys(exact, by_words))
         return self._title_cache[1]
-
-    def _rerank(self, query, order, best_chunk, facts, explain, options, notices) -> list[str]:
-        """The reranker reorders the head. A note with `ai_processing: none` is never shown to it:
-        it keeps its fused place and the others are reordered around it."""
-        if not options.rerank or self.models is None or not order:
-            return order
-        try:
-            reranker = self.models.reranker()
-        except ModelUnavailableError as exc:
-            notices.append(f"reranker unavailable ({exc}); fused order kept")
-            return order
-        if reranker is None:
-            return order
-        head = order[:self.options.rerank_top]
-        allowed = [n for n in head if facts[n].ai_processing]
-        if not allowed:
-            return order
-        texts = store.chunk_texts(self.conn, [best_chunk[n] for n in allowed if best_chunk.get(n)])
-        passages = [passage_text(facts[n].title, *texts.get(best_chunk.get(n), ("", ""))) for n in allowed]
-        try:
-            rerank_scores = reranker.score(query, passages)
-        except Exception as exc:  # reranking is an improvement, never a requirement
-            notices.append(f"reranker failed ({exc}); fused order kept")
-            return order
-        by_score = sorted(zip(allowed, rerank_scores), key=lambda pair: -pair[1])
-        for rank, (note_id, value) in enumerate(by_score, start=1):
-            explain.setdefault(note_id, {})["rerank"] = {"rank": rank, "score": round(value, 4)}
-        reordered = iter(note_id for note_id, _ in by_score)
-        slots = set(allowed)
-        return [next(reordered) if n in slots else n for n in head] + order[len(head):]
 
     def record(self, query: str, mode: str, note_ids: list[str]) -> list[str]:
         """Log a search whose results were shown without logging (a front end that searches as

@@ -33,13 +33,18 @@ from typing import Callable
 
 import numpy as np
 
-from mindtui.text import analysis
+from mindtui.search.query import ParsedQuery, parse_query
 from mindtui.store import usage_store
 from mindtui.store.meta import data_version
 
 
 MIN_SPREAD = 5  # past query vectors needed before their cosines' spread means anything
 MAX_WORDS = 64  # words of a query compared (a pasted paragraph is not a query to remember by its words)
+
+
+def _stems(query: ParsedQuery) -> frozenset[str]:
+    """The stems of the query's first MAX_WORDS search terms (stop words dropped, as the search drops them)."""
+    return frozenset().union(*query.stems[:MAX_WORDS])
 
 
 @dataclass(frozen=True)
@@ -72,14 +77,14 @@ class UsageMemory:
         stamp = (usage_store.usage_stamp(self.conn), data_version(self.conn), model_id)
         if self._cache is None or self._cache[0] != stamp:
             top = self.settings.search.memory_overlap_top
-            past = [_Past(s, _stem_set(s.query),
+            past = [_Past(s, _stems(parse_query(s.query)),
                           np.frombuffer(s.vector, dtype=np.float32) if s.vector else None,
                           tuple(s.results[:top]))
                     for s in usage_store.past_searches(self.conn, model_id)]
             self._cache = (stamp, past)
         return self._cache[1]
 
-    def fuse(self, query: str, query_vector, fused: dict[str, float], explain: dict,
+    def fuse(self, query: ParsedQuery, query_vector, fused: dict[str, float], explain: dict,
              passing: Callable[[list[str]], set[str]], with_queries: bool = True,
              exclude_search: int | None = None) -> dict[str, float]:
         """The fused scores with what the memory lends added: a note gains up to
@@ -97,7 +102,7 @@ class UsageMemory:
                 "rank": rank, "lent": round(gain, 6), "why": explanation(lent[note_id], with_query=with_queries)}
         return out
 
-    def lend(self, query: str, query_vector, current: list[str], passing: Callable[[list[str]], set[str]],
+    def lend(self, query: ParsedQuery, query_vector, current: list[str], passing: Callable[[list[str]], set[str]],
              exclude_search: int | None = None, now: datetime.datetime | None = None) -> dict[str, Lent]:
         """note_id -> Lent for the notes earlier similar searches opened. query_vector: (model id,
         vector) or None; current: the note ids of this query's fused ranking before memory, best
@@ -130,9 +135,9 @@ class UsageMemory:
                 for n, k in keep.items() if n in allowed and k < 1.0}
 
 
-def _similarities(query: str, vector, current: list[str], past: list[_Past], options) -> list[float]:
+def _similarities(query: ParsedQuery, vector, current: list[str], past: list[_Past], options) -> list[float]:
     """Each past search's similarity to this one in [0, 1] (the module docstring says how)."""
-    stems = _stem_set(query)
+    stems = _stems(query)
     top = options.memory_overlap_top
     place = {note_id: rank for rank, note_id in enumerate(current[:top], start=1)}
     spread = sum(1.0 / rank for rank in range(1, top + 1))
@@ -159,12 +164,6 @@ def _standing(vector, past: list[_Past]) -> list[float]:
     mean = sum(known) / len(known)
     deviation = (sum((c - mean) ** 2 for c in known) / len(known)) ** 0.5 or 1.0
     return [(c - mean) / deviation if c is not None else 0.0 for c in cosines]
-
-
-def _stem_set(text: str) -> frozenset[str]:
-    """The stems (every indexed language's) of the query's words that are not stop words."""
-    return frozenset(stem for word in analysis.words(text)[:MAX_WORDS] if not analysis.is_stop_word(word)
-                     for stem in analysis.stem_all_languages(word))
 
 
 def vector_bytes(vector) -> bytes:
