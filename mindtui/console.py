@@ -177,7 +177,7 @@ class JsonProgress:
         data = result.as_dict()
         for step in data["steps"]:
             step["report"] = summary_report(step["report"])
-        self.emit("result", **data, cancelled=result.cancelled)
+        self.emit("result", **data)  # as_dict says cancelled (and which steps a cancel left out)
 
     def finish(self) -> None:
         """Send the progress event the throttle held back (a step's last one)."""

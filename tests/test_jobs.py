@@ -115,3 +115,24 @@ def test_steps_left_running_by_a_dead_process_are_marked_interrupted(sample_vaul
     conn.close()
     run_job("nightly", load_settings(), db_path=db_path, vault=sample_vault.root, steps=["import"])
     assert runs(db_path) == [("nightly", "import", "interrupted"), ("nightly", "import", "ok")]
+
+
+def test_a_cancel_heard_between_steps_leaves_the_rest_out_and_says_cancelled(vault, db_path):
+    """The first step ends normally although the cancel came during its last moments: the job
+    does not start the next step, and its result says cancelled (exit 130), not ok."""
+    from mindtui.progress import CancelToken
+
+    token = CancelToken()
+
+    def finishing(ctx):
+        token.cancel()  # after the step's last safe point
+        return {"done": True}
+
+    ran = []
+    steps = {"first": finishing, "second": lambda ctx: ran.append("second") or {}}
+    vault.write("A.md", "Text.\n")
+    result = run_job("nightly", load_settings(), db_path=db_path, vault=vault.root, steps=["first", "second"],
+                     step_table=steps, cancel=token)
+    assert [(s.step, s.status) for s in result.steps] == [("first", "ok")] and ran == []
+    assert result.cancelled and not result.ok and result.skipped == ["second"]
+    assert result.as_dict()["cancelled"] is True

@@ -216,18 +216,20 @@ class JobResult:
     job: str
     batch_id: str
     steps: list[StepResult] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # steps a cancel heard between steps left out
 
     @property
     def ok(self) -> bool:
-        return all(s.status == "ok" for s in self.steps)
+        return not self.skipped and all(s.status == "ok" for s in self.steps)
 
     @property
     def cancelled(self) -> bool:
-        return any(s.status == "cancelled" for s in self.steps)
+        return bool(self.skipped) or any(s.status == "cancelled" for s in self.steps)
 
     def as_dict(self) -> dict:
         return {
-            "job": self.job, "batch_id": self.batch_id, "ok": self.ok,
+            "job": self.job, "batch_id": self.batch_id, "ok": self.ok, "cancelled": self.cancelled,
+            "skipped": self.skipped,
             "steps": [{"step": s.step, "status": s.status, "error": s.error, "seconds": round(s.seconds, 3),
                        "report": s.report} for s in self.steps],
         }
@@ -310,7 +312,8 @@ def _run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
                 job_store.prune_runs(conn, _days_ago(settings.retention.job_runs_days))
             hooks.job_started(job, result.batch_id, names)
             for name in names:
-                if cancel.cancelled:
+                if cancel.cancelled:  # heard after the last step's final check: the rest is left out
+                    result.skipped = names[names.index(name):]
                     break
                 ctx = StepContext(conn, settings, db_path, vault, name, progress or _no_progress,
                                   message or _no_message, cancel, allow_mass_delete, models)
