@@ -83,3 +83,24 @@ def test_retry_models_tries_again_at_once(db_path):
         service.retry_models()
         assert holder.embedder(settings) is model.embedder
     assert model.attempts == 2
+
+
+async def test_the_app_loads_a_failed_model_again_from_its_command_palette(sample_vault, db_path):
+    """ctrl+p 'Models: load again' (the explicit action): the model loads without waiting for the cool-down."""
+    from tui_support import build_fixed_db, pilot_app, settle
+
+    build_fixed_db(sample_vault.root, db_path)
+    settings = load_settings().with_overrides(db=str(db_path))
+    model = BrokenThenFixedModel()
+    holder = ModelHolder(embedder_factory=model, clock=Clock())  # the clock never moves
+    with Service(settings, audience=Audience.OWNER, models=holder) as service:
+        with pytest.raises(ModelUnavailableError):
+            holder.embedder(settings)
+        model.fixed = True
+        app = pilot_app(service)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            command = next(c for c in app.get_system_commands(app.screen) if c.title == "Models: load again")
+            command.callback()
+            await settle(pilot)
+            assert embedding_state(holder, settings) == READY and model.attempts == 2

@@ -146,8 +146,19 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
             raise
         finally:
             self._service_ready.set()
+
     @work(thread=True, exclusive=True, exit_on_error=False, group="model")
     def preload_model(self) -> None:
+        self.service.preload_models()
+
+    def action_retry_models(self) -> None:
+        """A model that failed to load is tried again now, not after models.retry_after_s (e.g. once
+        it was rebuilt with `mindtui models build`)."""
+        self.retry_models()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="model")
+    def retry_models(self) -> None:
+        self.service.retry_models()
         self.service.preload_models()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="status")
@@ -195,6 +206,8 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
             yield SystemCommand(f"Mode: {label}", f"switch to the {label} mode ({key})",
                                 lambda mode=mode: self.action_mode(mode))
         yield SystemCommand("Help: key bindings", "every key of this screen and the app (? or F1)", self.action_help)
+        yield SystemCommand("Models: load again", "a model that failed to load is tried again now",
+                            self.action_retry_models)
         for mode, screen_class in self.MODES.items():
             for name, description, action in screen_class.PALETTE:
                 yield SystemCommand(name, description, partial(self.run_in_mode, mode, action))
