@@ -137,6 +137,21 @@ class KnowledgeSettings:
 
 
 @dataclass(frozen=True)
+class WatchSettings:
+    quiet_s: float = setting(above=0.0, high=60.0)
+    polling: str = setting(choices=("auto", "always", "never"))
+    poll_interval_ms: int = setting(low=50)
+    embed: bool = setting()
+    retry_s: float = setting(above=0.0)
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    child_nice: int = setting(low=0, high=19)
+    wait_for_watch_s: float = setting(low=0.0)
+
+
+@dataclass(frozen=True)
 class Schema:
     """The whole file: top-level keys and one section per subsystem."""
 
@@ -153,6 +168,8 @@ class Schema:
     retention: RetentionSettings = setting()
     curation: CurationSettings = setting()
     knowledge: KnowledgeSettings = setting()
+    watch: WatchSettings = setting()
+    jobs: JobSettings = setting()
 
 
 def _key(name: str) -> str:
@@ -342,6 +359,8 @@ class Settings:
         self.retention = schema.retention
         self.curation = schema.curation
         self.knowledge = schema.knowledge
+        self.watch = schema.watch
+        self.jobs = schema.jobs
         self._schema = schema
 
     @property

@@ -18,7 +18,7 @@ import apsw
 
 from mindtui.config import Settings
 from mindtui.errors import Cancelled, ConfigError, MindtuiError, OperationFailed
-from mindtui.jobs.lock import JobLock
+from mindtui.jobs.lock import WATCH_JOB, JobLock
 from mindtui.progress import NEVER_CANCELLED, CancelToken, StepProgress
 from mindtui.store import jobs as job_store
 from mindtui.store import open_database
@@ -161,7 +161,8 @@ def gaps_step(ctx: StepContext) -> dict:
 STEPS: dict[str, Step] = {"import": import_step, "embed": embed_step, "graph": graph_step,
                           "consolidate": consolidate_step, "gaps": gaps_step}
 JOBS: dict[str, list[str]] = {"nightly": ["import", "embed", "graph", "consolidate", "gaps"], "index": ["import"],
-                              "embed": ["embed"], "graph": ["graph"], "knowledge": ["consolidate", "gaps"]}
+                              "embed": ["embed"], "graph": ["graph"], "knowledge": ["consolidate", "gaps"],
+                              WATCH_JOB: ["import", "embed"]}  # the live vault's run (mindtui.jobs.watch)
 
 
 @dataclass
@@ -241,7 +242,7 @@ def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
     cancel = cancel or NEVER_CANCELLED
     hooks = hooks or NO_HOOKS
     result = JobResult(job, uuid.uuid4().hex[:12])
-    with JobLock(db_path):
+    with JobLock(db_path, job, settings.jobs.wait_for_watch_s):
         conn = open_database(db_path, busy_timeout_ms=settings.database.busy_timeout_ms)
         try:
             job_store.mark_interrupted(conn)
