@@ -189,3 +189,15 @@ def test_mindtui_watch_imports_headless_and_stops_on_a_signal(vault, db_path, si
             process.kill()
             process.wait()
     assert "watching" in process.stderr.read()
+
+
+def test_job_children_run_nicer_than_the_front_end(sample_vault, db_path):
+    settings = load_settings().with_overrides(db=str(db_path))
+    with Service(settings, audience=Audience.OWNER) as service:
+        job = service.start_job("index", steps=["import"], vault=sample_vault.root)
+        try:
+            niceness = os.getpriority(os.PRIO_PROCESS, job.pid)
+        finally:
+            outcome = job.wait(WAIT_S)
+    assert niceness == min(19, os.getpriority(os.PRIO_PROCESS, 0) + settings.jobs.child_nice)
+    assert settings.jobs.child_nice > 0 and outcome.ok

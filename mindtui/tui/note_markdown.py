@@ -55,9 +55,10 @@ def _inline(line: str) -> str:
     return _HIGHLIGHT.sub(r"**\1**", _WIKILINK.sub(_link, line))
 
 
-def readable(text: str) -> str:
-    """The note's body as CommonMark: frontmatter dropped, callouts titled, links followable."""
-    body = _COMMENT.sub("", strip_frontmatter(text))
+def readable(text: str, frontmatter: bool = True) -> str:
+    """The note's body as CommonMark: frontmatter dropped, callouts titled, links followable.
+    frontmatter=False: a part of a note after its start (a page), where `---` is a rule."""
+    body = _COMMENT.sub("", strip_frontmatter(text) if frontmatter else text)
     out: list[str] = []
     fenced = False
     for line in body.splitlines():
@@ -125,20 +126,23 @@ _TOP_LEVEL_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])[ \t]")
 def split_pages(markdown: str, page_chars: int) -> list[str]:
     """CommonMark cut into pages of about page_chars, each rendering as it would inside the whole:
     cuts fall only before a top-level block that follows a blank line, or before a top-level list
-    item (a long list becomes several lists, which look the same), never inside a fence."""
+    item (a long list becomes several lists, which look the same), never inside a fence or a
+    %%comment%%. Works on Obsidian markdown as well as on CommonMark."""
     lines = markdown.splitlines(keepends=True)
     pages: list[str] = []
     page: list[str] = []
     size = 0
-    fenced = False
+    fenced = commented = False
     previous = ""
     for line in lines:
-        if size >= page_chars and not fenced and line.strip() and not line[0].isspace() and (
+        if size >= page_chars and not fenced and not commented and line.strip() and not line[0].isspace() and (
                 not previous.strip() or (_TOP_LEVEL_ITEM.match(line) and _TOP_LEVEL_ITEM.match(previous))):
             pages.append("".join(page))
             page, size = [], 0
         if _FENCE.match(line):
             fenced = not fenced
+        elif not fenced and line.count("%%") % 2:
+            commented = not commented
         page.append(line)
         size += len(line)
         previous = line

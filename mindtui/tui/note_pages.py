@@ -23,7 +23,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from mindtui.tui.note_markdown import WIKILINK_SCHEME, href_target
+from mindtui.tui.note_markdown import WIKILINK_SCHEME, href_target, readable
 
 PAGE_CHARS = 4_000  # one page renders in ~5-30 ms (a 2-core machine, idle to loaded)
 RENDER_SLICE_S = 0.03  # at most this long on the event loop per slice (then keys and paints get their turn)
@@ -68,15 +68,23 @@ class PagedMarkdown(ScrollView, can_focus=True):
     # -- what is shown -----------------------------------------------------------------
     def show(self, pages: list[str], properties: list[tuple[str, str]] | None = None, *,
              keep_place: bool = False) -> None:
-        """Show a note's CommonMark pages (note_markdown.split_pages of readable(); cut in a worker:
-        on 5 MB that takes a while) with its frontmatter as a table: the first screenful now, the
-        rest in slices. keep_place: stay at the same line (a reload)."""
+        """Show a note's pages (note_markdown.split_pages of its text after the frontmatter, cut in a
+        worker) with its frontmatter as a table: the first screenful now, the rest in slices, each
+        page made readable (note_markdown.readable) as it renders. keep_place: stay at the same
+        line (a reload)."""
         top = self.scroll_offset.y if keep_place else 0
         self._pages = list(pages)
         self._properties = list(properties or [])
         self._restart()
         self._render_slice(self._generation, until_line=top + max(self.size.height, 24) * 2)
         self.scroll_to(y=top, animate=False, immediate=True) if keep_place else self.scroll_home(animate=False)
+
+    def clear(self) -> None:
+        """Show nothing (and stop rendering what was shown)."""
+        self._pages, self._properties = [], []
+        self._restart()
+        self.virtual_size = Size(self._width, 0)
+        self.refresh()
 
     @property
     def complete(self) -> bool:
@@ -132,7 +140,7 @@ class PagedMarkdown(ScrollView, can_focus=True):
             return
         started = time.perf_counter()
         while self._next < len(self._pages):
-            self._append(RichMarkdown(self._pages[self._next], hyperlinks=True))
+            self._append(RichMarkdown(readable(self._pages[self._next], frontmatter=False), hyperlinks=True))
             self._next += 1
             if until_line is not None:
                 if len(self._lines) >= until_line:

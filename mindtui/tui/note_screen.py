@@ -21,7 +21,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Markdown, Static, Tree
 
 from mindtui.tui.lazy import service_api
-from mindtui.tui.note_markdown import frontmatter_rows, href_target, readable, split_pages, wikilinks
+from mindtui.tui.note_markdown import frontmatter_rows, href_target, readable, split_pages, strip_frontmatter
+from mindtui.tui.note_markdown import wikilinks
 from mindtui.tui.note_pages import PAGE_CHARS, PagedMarkdown, properties_table
 from mindtui.tui.picker import Choice, PickerScreen
 from mindtui.tui.status import StatusBar
@@ -36,15 +37,18 @@ GROUP_LABELS = {"links_out": "links", "backlinks": "backlinks", "relations": "re
 # Longer text is shown page by page (note_pages): Textual's Markdown widget takes ~1 ms of the
 # event loop per block, all at once.
 PAGED_FROM = 20_000
+NEIGHBOURS_SHOWN = 200  # per group: a hub note's 1,800 links as tree nodes took the event loop for a while
 
 
 class Prepared:
-    """A note's text made ready for the screen in the loading worker (on 5 MB this takes a while):
-    its CommonMark, cut into pages when it is long, and its frontmatter."""
+    """A note's text made ready for the screen in the loading worker: its CommonMark, or its
+    pages when it is long (made readable as they render: on 5 MB all at once takes ~1 s), and
+    its frontmatter."""
 
     def __init__(self, text: str) -> None:
-        self.markdown = readable(text)
-        self.pages = split_pages(self.markdown, PAGE_CHARS) if len(self.markdown) > PAGED_FROM else None
+        paged = len(text) > PAGED_FROM
+        self.markdown = "" if paged else readable(text)  # a long one is made readable page by page
+        self.pages = split_pages(strip_frontmatter(text), PAGE_CHARS) if paged else None
         self.properties = frontmatter_rows(text)
 
 
@@ -203,6 +207,7 @@ class NoteScreen(ReportsWorkerErrors, Screen):
             pages.show(prepared.pages, prepared.properties if self.chunk_index is None else None,
                        keep_place=keep_place)
             return
+        pages.clear()
         top = scroll.scroll_y if keep_place else 0
         properties = self.query_one("#note-properties", Static)
         shown = bool(prepared.properties) and self.chunk_index is None
@@ -225,8 +230,11 @@ class NoteScreen(ReportsWorkerErrors, Screen):
                 continue
             branch = tree.root.add(f"{GROUP_LABELS.get(group, group)} ({len(entries)})", expand=True,
                                    data=None)
-            for entry in entries:
+            for entry in entries[:NEIGHBOURS_SHOWN]:
                 branch.add_leaf(entry_label(entry), data=(group, entry))
+            if len(entries) > NEIGHBOURS_SHOWN:
+                branch.add_leaf(f"… {len(entries) - NEIGHBOURS_SHOWN:,} more"
+                                + (" (l lists every link)" if group == "links_out" else ""))
         if not any(groups.values()) and not self.items:
             tree.root.add_leaf("nothing belongs with this note yet")
         self.query_one("#neighbour-detail", Static).update("")
