@@ -201,3 +201,23 @@ def test_job_children_run_nicer_than_the_front_end(sample_vault, db_path):
             outcome = job.wait(WAIT_S)
     assert niceness == min(19, os.getpriority(os.PRIO_PROCESS, 0) + settings.jobs.child_nice)
     assert settings.jobs.child_nice > 0 and outcome.ok
+
+
+def test_the_changed_chunks_are_embedded_in_the_child_after_the_import(vault, db_path, real_model):
+    vault.write("Alpha.md", "# Alpha\n\nThe first note talks about otters.\n")
+    settings = load_settings().with_overrides(db=str(db_path)).with_values({"watch": {"quiet_s": 0.3}})
+    with Service(settings, audience=Audience.OWNER) as service:
+        assert service.run_job("index", steps=["import"], vault=vault.root).ok
+        assert service.status()["embedding"]["chunks_with_vector"] == 0
+        events: list = []
+        watcher = start_watching(service, vault, events)
+        try:
+            vault.write("Beta.md", "# Beta\n\nA new note about herons and their nests.\n")
+            wait_until(lambda: any(e.kind == "done" for e in events), "the run with its embedding")
+        finally:
+            watcher.stop()
+        embedding = service.status()["embedding"]
+        assert embedding["chunks_with_vector"] == embedding["chunks_embeddable"] > 0
+        (run,) = watch_runs(service)
+        assert [step["step"] for step in run["steps"]] == ["import", "embed"]
+        assert all(step["status"] == "ok" for step in run["steps"])
