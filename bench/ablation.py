@@ -57,7 +57,7 @@ from mindtui.evaluation import runs, workspace  # noqa: E402
 from mindtui.evaluation.commands import load_golden  # noqa: E402
 from mindtui.evaluation.metrics import METRICS  # noqa: E402
 from mindtui.search.engine import SearchOptions, make_search_engine  # noqa: E402
-from mindtui.search.query import fts_expression, german_prefix, query_words  # noqa: E402
+from mindtui.search.query import german_prefix, parse_query  # noqa: E402
 from mindtui.store import open_database  # noqa: E402
 from mindtui.store import notes as note_store  # noqa: E402
 from mindtui.store import search_store  # noqa: E402
@@ -137,9 +137,9 @@ class ExtraPassages:
 
 def coordination(engine, conn, query: str) -> float:
     """Share of the query's words that the best full-text chunk contains."""
-    hits = engine._fts(query, SearchOptions(log=False), 1)
+    hits = engine._fts(parse_query(query), SearchOptions(log=False), 1)
     groups = []
-    for word in query_words(query):
+    for word in parse_query(query).terms:
         terms = {f'"{s}"' for s in analysis.stem_all_languages(word)}
         prefix = german_prefix(word)
         if prefix:
@@ -156,8 +156,8 @@ def idf_share(conn, query: str, chunk_id: int) -> float:
     """Share of the query's IDF weight (over chunks) that one chunk holds."""
     (total,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
     weights, held = 0.0, 0.0
-    for word in dict.fromkeys(query_words(query)):
-        expression = fts_expression(word)
+    for word in dict.fromkeys(parse_query(query).terms):
+        expression = parse_query(word).fts
         if not expression:
             continue
         (df,) = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expression,)).fetchone()
@@ -172,11 +172,10 @@ def idf_share(conn, query: str, chunk_id: int) -> float:
 def multi_chunk_fts(engine):
     """engine._fts with a note's score from its three best chunks (BM25: lower is better)."""
     def fts(query, options, pool):
-        expression = fts_expression(query)
-        if expression is None:
+        if query.fts is None:
             return []
         chunks: dict[str, list[ChunkHit]] = {}
-        for hit in search_store.fts_chunks(engine.conn, expression, pool * 4):
+        for hit in search_store.fts_chunks(engine.conn, query.fts, pool * 4):
             chunks.setdefault(hit.note_id, []).append(hit)
         notes = [ChunkHit(hits[0].chunk_id, note_id, sum(0.2 ** i * h.score for i, h in enumerate(hits[:3])))
                  for note_id, hits in chunks.items()]
@@ -244,7 +243,7 @@ class Lever:
             alpha = 0.5 + 0.4 * (1 - coordination(self.engine, self.conn, query)) ** 2
             engine = self.by_alpha[min(self.by_alpha, key=lambda a: abs(a - alpha))]
         if self.name == "idf-alpha":
-            best = [h for h in self.engine._fts(query, options, 5) if h.chunk_id is not None]
+            best = [h for h in self.engine._fts(parse_query(query), options, 5) if h.chunk_id is not None]
             share = idf_share(self.conn, query, best[0].chunk_id) if best else 0.0
             alpha = 0.5 + 0.5 * (1 - share) ** 2
             engine = self.by_alpha[min(self.by_alpha, key=lambda a: abs(a - alpha))]

@@ -20,6 +20,7 @@ from mindtui.evaluation import workspace  # noqa: E402
 from mindtui.evaluation.metrics import ndcg_at  # noqa: E402
 from mindtui.search import fusion  # noqa: E402
 from mindtui.search.engine import SearchOptions, make_search_engine  # noqa: E402
+from mindtui.search.query import parse_query  # noqa: E402
 from mindtui.store import open_database  # noqa: E402
 
 
@@ -67,7 +68,7 @@ def main() -> int:
     for number, qid in enumerate(query_ids, 1):
         text = beir.queries[qid]
         notices: list[str] = []
-        fts = engine._fts(text, options, args.pool)
+        fts = engine._fts(parse_query(text), options, args.pool)
         vec = engine._vector(text, options, args.pool, notices)
         ids = {h.note_id for h in fts + vec} - set(facts_path)
         if ids:

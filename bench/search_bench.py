@@ -27,7 +27,7 @@ from mindtui.config import load_settings  # noqa: E402
 from mindtui.models.holder import shared_holder  # noqa: E402
 from mindtui.service import Service  # noqa: E402
 from mindtui.search.engine import SearchOptions, make_search_engine  # noqa: E402
-from mindtui.search.query import fts_expression  # noqa: E402
+from mindtui.search.query import parse_query  # noqa: E402
 from mindtui.store import open_database  # noqa: E402
 from mindtui.store.search_store import fts_chunks  # noqa: E402
 
@@ -112,7 +112,7 @@ def main() -> int:
     if embedder is not None:
         embedder.forget_queries()
     for query in queries:
-        expression = fts_expression(query)
+        expression = parse_query(query).fts
         started = time.perf_counter()
         if expression:
             fts_chunks(conn, expression, 200)

@@ -28,7 +28,7 @@ from mindtui.console import JsonProgress, StderrProgress, json_line
 from mindtui.service import (
     EVAL_KINDS, NEIGHBOUR_GROUPS, SEARCH_MODES, Audience, CancelToken, ConfigError, DatabaseError, InputError,
     JobLockedError, MindtuiError, NoteNotFound, NotAllowed, OperationFailed, SearchOptions, Service,
-    compare_eval_reports, format_eval_report, format_graph_stats,
+    compare_eval_reports, format_eval_report, format_graph_stats, store_failure,
 )
 
 # The first matching kind names the exit code (subclasses before their bases).
@@ -37,8 +37,8 @@ EXIT_CODES = ((JobLockedError, EXIT_LOCKED), (DatabaseError, EXIT_DATABASE), (Co
               (OperationFailed, EXIT_FAILED), (MindtuiError, EXIT_FAILED))
 
 EPILOG = """exit codes: 0 ok, 1 failed (a job step, a model, no such note), 2 usage error,
-3 another job is running, 4 database unusable (missing, newer schema, foreign file, locked),
-5 configuration error, 130 interrupted or cancelled (work committed so far is kept)"""
+3 another job is running, 4 database unusable (missing, older or newer schema, foreign file, locked,
+read-only, disk full or failing), 5 configuration error, 130 interrupted or cancelled (work committed so far is kept)"""
 READING = ("search", "neighbors", "neighbours", "note", "graph", "status", "knowledge")
 
 
@@ -75,6 +75,12 @@ def _mass_delete(parser: argparse.ArgumentParser) -> None:
                         help="let the import delete more than import.max_delete_fraction of the notes")
 
 
+def _budget(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    parser.add_argument("--budget", type=float, metavar="SECONDS", default=argparse.SUPPRESS if suppress else None,
+                        help="stop embedding cleanly after about this many seconds and report what remains "
+                             "(default: config jobs.embed_budget_s; 0 = no limit)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mindtui", parents=[_common(False), _reading(False), _progress(False)], epilog=EPILOG,
@@ -84,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--job", metavar="NAME", help="run a job headless (nightly) and exit")
     parser.add_argument("--vault", type=Path, help="the vault folder (default: config `vault`)")
     parser.add_argument("--steps", help="comma-separated steps of the job to run (default: all)")
+    _budget(parser, False)
     parser.add_argument("--allow-mass-delete", action="store_true", default=False,
                         help="let the import delete more than import.max_delete_fraction of the notes")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -108,9 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
                                "`mindtui` with no command opens it too when stdin and stdout are a terminal.")
     sub.add_parser("status", parents=[common, reading], help="what the database holds",
                    description="Counts of notes, chunks and edges, embedding coverage, models, the last job runs.")
-    sub.add_parser("embed", parents=[common, progress], help="embed chunks that have no vector yet",
-                   description="Embed exactly the chunks that lack a vector for the current model "
-                               "(resumable: a killed run continues where it stopped).")
+    embed = sub.add_parser("embed", parents=[common, progress], help="embed chunks that have no vector yet",
+                           description="Embed exactly the chunks that lack a vector for the current model, the "
+                                       "most recently edited notes first (resumable: a killed or budget-stopped "
+                                       "run continues where it stopped).")
+    _budget(embed, True)
 
     search = sub.add_parser("search", parents=[common, reading], help="hybrid search over the vault",
                             description="Find notes by words and meaning (BM25 + vectors, fused; reranked when "
@@ -413,8 +422,12 @@ def _wants_tui(args: argparse.Namespace) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    db_path = getattr(args, "db", None)
     try:
         settings = load_settings().with_overrides(db=str(args.db) if args.db else None)
+        db_path = settings.db_path
+        if args.budget is not None:  # one setting carries it to the step (and to a job's child process)
+            settings = settings.with_values({"jobs": {"embed_budget_s": args.budget}}, "--budget")
         reading = not args.job and (args.command or "status") in READING
         if args.audience != Audience.OWNER.value and not reading:
             raise NotAllowed(f"--audience {args.audience}: only reading commands ({', '.join(READING)}) take an "
@@ -442,3 +455,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except Exception as exc:  # the disk or a file failed below a layer that did not say so: one line, exit 4
+        failure = store_failure(exc, db_path)
+        if failure is None:
+            raise  # a bug: its traceback is what a report needs
+        return _fail(args, f"mindtui: {failure}", EXIT_DATABASE)

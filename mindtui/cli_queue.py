@@ -67,7 +67,7 @@ def curate_parser(sub, common: argparse.ArgumentParser) -> None:
     show.add_argument("item_id", metavar="ID", type=int, help="the card's id")
     resolve = actions.add_parser("resolve", parents=[common], help="answer a card with one of its actions",
                                  description="Actions by kind: unresolved_link create|retarget|dismiss, "
-                                             "ambiguous_link pick|dismiss, link_suggestion accept|reject|snooze, "
+                                             "alias_link link|dismiss, ambiguous_link pick|dismiss, link_suggestion accept|reject|snooze, "
                                              "mass_edit include|keep_out, unresolved_entity link|topic|reject|snooze, "
                                              "duplicate merge|confirm|supersede|reject|snooze, contradiction "
                                              "supersede|confirm|reject|snooze, missing_quote answer|confirm|reject|"
@@ -75,7 +75,7 @@ def curate_parser(sub, common: argparse.ArgumentParser) -> None:
                                              "reject|snooze (`curate show ID` lists them).")
     resolve.add_argument("item_id", metavar="ID", type=int, help="the card's id")
     resolve.add_argument("action", metavar="ACTION", help="the action's name (see `curate show ID`)")
-    resolve.add_argument("--target", metavar="NOTE", help="retarget, pick: the note (path, title, alias or id)")
+    resolve.add_argument("--target", metavar="NOTE", help="retarget, pick, link: the note (path, title, alias or id)")
     resolve.add_argument("--days", type=int, help="snooze: days until the card comes back")
     resolve.add_argument("--text", help="answer, supersede: the statement or quote (first line the statement)")
     resolve.add_argument("--type", dest="item_type", help="gap_question answer: the item's type (default fact)")

@@ -27,7 +27,8 @@ def report_table(report: dict) -> str:
 
 
 def job_summary(result) -> str:
-    return "\n".join(f"{s.step}: {s.status}" + (f" ({s.error})" if s.error else "") for s in result.steps)
+    return "\n".join(f"{s.step}: {s.status} in {s.seconds:.1f} s" + (f" ({s.error})" if s.error else "")
+                     for s in result.steps)
 
 
 def search_text(response, explain: bool) -> str:
@@ -77,6 +78,10 @@ def status_text(status: dict) -> str:
              f"vault    {status['vault'] or '-'}", report_table(counts),
              f"embedding coverage  {embedding['coverage']:.1%} ({embedding['chunks_with_vector']} of "
              f"{embedding['chunks_embeddable']} chunks, model {embedding['model'] or '-'})"]
+    if "storage" in status:
+        storage = status["storage"]
+        lines.append(f"database size  {storage['db_bytes'] / 1e6:.1f} MB ({storage['bytes_per_note']:,} bytes a note, "
+                     f"{storage['bytes_per_chunk']:,} a chunk)")
     lines.extend(f"model {m['role']}: {m['status']}" + (f" ({m['reason']})" if m["reason"] else "")
                  for m in status["models"])
     lines.extend(f"{run['started_at']}  {run['job']}/{run['step']}  {run['status']}" for run in status["recent_runs"])

@@ -53,6 +53,7 @@ class ImportSettings:
 @dataclass(frozen=True)
 class DatabaseSettings:
     busy_timeout_ms: int = setting(low=0)
+    read_only: bool = setting()
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class ModelSettings:
     reranker_path: str | None = setting()
     reranker_threads: int = setting(low=0)
     embed_batch: int = setting(low=1, high=512)
+    retry_after_s: float = setting(low=0.0)
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,13 @@ class RetentionSettings:
 
 
 @dataclass(frozen=True)
+class JobSettings:
+    embed_budget_s: float = setting(low=0.0)
+    child_nice: int = setting(low=0, high=19)
+    wait_for_watch_s: float = setting(low=0.0)
+
+
+@dataclass(frozen=True)
 class CurationSettings:
     note_template: str | None = setting()
     new_note_folder: str = setting()
@@ -146,12 +155,6 @@ class WatchSettings:
 
 
 @dataclass(frozen=True)
-class JobSettings:
-    child_nice: int = setting(low=0, high=19)
-    wait_for_watch_s: float = setting(low=0.0)
-
-
-@dataclass(frozen=True)
 class Schema:
     """The whole file: top-level keys and one section per subsystem."""
 
@@ -166,10 +169,10 @@ class Schema:
     graph: GraphSettings = setting()
     privacy: PrivacySettings = setting()
     retention: RetentionSettings = setting()
+    jobs: JobSettings = setting()
     curation: CurationSettings = setting()
     knowledge: KnowledgeSettings = setting()
     watch: WatchSettings = setting()
-    jobs: JobSettings = setting()
 
 
 def _key(name: str) -> str:
@@ -357,10 +360,10 @@ class Settings:
         self.graph = schema.graph
         self.privacy = schema.privacy
         self.retention = schema.retention
+        self.jobs = schema.jobs
         self.curation = schema.curation
         self.knowledge = schema.knowledge
         self.watch = schema.watch
-        self.jobs = schema.jobs
         self._schema = schema
 
     @property

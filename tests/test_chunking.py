@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
+from e5_tokens import real_token_count
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mindtui.models.embedder import PASSAGE_PREFIX
 from mindtui.text.names import passage_text
 from mindtui.vault.chunking import chunk_note
 from mindtui.vault.markdown import parse_note
-from mindtui.text.tokens import estimate_tokens
-from mindtui.vault.types import ChunkProfile
+from mindtui.text.tokens import content_tokens, estimate_tokens
+from mindtui.vault.types import HARD_TOKEN_LIMIT, ChunkProfile
 
 PROFILE = ChunkProfile("test", max_tokens=120, min_tokens=20, split_levels=3)
 
@@ -24,6 +28,14 @@ def chunks_of(text: str, profile: ChunkProfile = PROFILE, title: str = "Titel"):
 
 def paragraph(n_words: int, word: str = "Wissensmanagement") -> str:
     return " ".join([word] * n_words) + "."
+
+
+def assert_within_the_real_window(chunk, title: str) -> None:
+    """What the model reads of a chunk, counted by the real tokenizer (not the estimator under
+    test): never more than the chunk's token_count says (plus its prefix), never past 512."""
+    embedded = PASSAGE_PREFIX + passage_text(title, chunk.heading_path, chunk.text)
+    real = real_token_count(embedded)
+    assert real <= chunk.token_count + content_tokens(PASSAGE_PREFIX) and real <= HARD_TOKEN_LIMIT, (real, chunk)
 
 
 def test_headings_start_chunks_with_their_path():
@@ -58,14 +70,15 @@ def test_deep_headings_below_split_level_stay_inside():
 
 def test_long_section_splits_at_paragraphs_then_sentences_then_words():
     long_paragraph = " ".join(f"Satz {i} über Verknüpfungen." for i in range(200))
-    one_word = "x" * 5000
+    one_word = "Donaudampfschifffahrtsgesellschaft" * 150
     chunks = chunks_of(f"# Lang\n{paragraph(30)}\n\n{paragraph(30)}\n\n{long_paragraph}\n\n{one_word}\n")
     assert len(chunks) > 5
     for chunk in chunks:
         assert chunk.token_count <= PROFILE.max_tokens
         assert estimate_tokens(passage_text("Titel", chunk.heading_path, chunk.text)) == chunk.token_count
+        assert_within_the_real_window(chunk, "Titel")
     joined = " ".join(c.text for c in chunks)
-    assert "Satz 0 über" in joined and "Satz 199 über" in joined and joined.count("x") >= 5000
+    assert "Satz 0 über" in joined and "Satz 199 über" in joined and one_word in "".join(joined.split())
 
 
 def test_code_fence_is_not_cut_at_blank_lines():
@@ -120,3 +133,25 @@ def test_a_long_run_of_symbols_and_digits_is_cut_within_the_budget():
     assert all(c.token_count <= 40 for c in chunks)
     letters = chunk_note("T", parse_note("x" * 5000, "p.md"), profile)  # letters keep long pieces (four a token)
     assert all(c.token_count <= 40 for c in letters) and letters[0].token_count * 3 < len(letters[0].text)
+
+
+NATURAL = json.loads((Path(__file__).parent / "data" / "natural_text.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("language", sorted(NATURAL))
+def test_the_estimate_never_under_counts_natural_text(language):
+    """The estimator's stated bound (mindtui.text.tokens), by the real tokenizer: natural text in
+    the vault's languages and others, code, URLs, tables, markdown, emoji and numbers."""
+    text = PASSAGE_PREFIX + NATURAL[language]
+    assert estimate_tokens(text) >= real_token_count(text)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(sorted(NATURAL.values())), min_size=1, max_size=60),
+       st.sampled_from(["\n\n", "\n", " "]), st.integers(40, 500))
+def test_chunks_of_natural_text_stay_within_the_real_window(texts, joiner, max_tokens):
+    profile = ChunkProfile("natural", max_tokens=max_tokens, min_tokens=10, split_levels=3)
+    chunks = chunk_note("Ein Titel", parse_note(joiner.join(texts), "n.md"), profile)
+    assert chunks
+    for chunk in chunks:
+        assert_within_the_real_window(chunk, "Ein Titel")

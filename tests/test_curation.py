@@ -30,7 +30,7 @@ def cards(service, kind, status="open"):
 
 def test_each_kind_is_found_with_its_payload(queue, vault):
     settings, service = queue
-    assert service.curation_counts() == {"unresolved_link": 2, "ambiguous_link": 1, "link_suggestion": 1,
+    assert service.curation_counts() == {"unresolved_link": 2, "alias_link": 0, "ambiguous_link": 1, "link_suggestion": 1,
                                          "mass_edit": 1, "unresolved_entity": 0, "duplicate": 0,
                                          "contradiction": 0, "missing_quote": 0, "gap_question": 0, "stale": 0}
     alpha, beta = sorted(cards(service, "unresolved_link"), key=lambda c: c.payload["source_path"])

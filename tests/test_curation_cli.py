@@ -68,7 +68,7 @@ def run(capsys, *argv) -> tuple[int, dict | str, str]:
 def test_list_show_resolve_undo_as_json(indexed, vault, capsys):
     db = str(indexed)
     code, listed, _ = run(capsys, "curate", "list", "--db", db, "--json")
-    assert code == 0 and listed["counts"] == {"unresolved_link": 2, "ambiguous_link": 1, "link_suggestion": 1,
+    assert code == 0 and listed["counts"] == {"unresolved_link": 2, "alias_link": 0, "ambiguous_link": 1, "link_suggestion": 1,
                                               "mass_edit": 1, "unresolved_entity": 0, "duplicate": 0,
                                               "contradiction": 0, "missing_quote": 0, "gap_question": 0, "stale": 0}
     importances = [c["importance"] for c in listed["cards"]]
@@ -90,9 +90,9 @@ def test_list_show_resolve_undo_as_json(indexed, vault, capsys):
     assert json.loads(done.stdout)["undone"] is True and "[[Doppelt]]" in (vault.root / "Alpha.md").read_text()
     code, human, _ = run(capsys, "curate", "list", "--db", db, "--kind", "ambiguous_link")
     assert code == 0 and human.splitlines()[0].split()[:3] == [str(ambiguous["item_id"]), "ambiguous_link", "0.60"]
-    assert human.rstrip().endswith("open: unresolved_link 2 · ambiguous_link 1 · link_suggestion 1 · mass_edit 1"
-                                   " · unresolved_entity 0 · duplicate 0 · contradiction 0 · missing_quote 0"
-                                   " · gap_question 0 · stale 0")
+    assert human.rstrip().endswith("open: unresolved_link 2 · alias_link 0 · ambiguous_link 1 · link_suggestion 1"
+                                   " · mass_edit 1 · unresolved_entity 0 · duplicate 0 · contradiction 0"
+                                   " · missing_quote 0 · gap_question 0 · stale 0")
 
 
 def test_exit_codes_for_unknown_cards_bad_actions_and_changed_notes(indexed, vault, capsys):

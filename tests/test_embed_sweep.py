@@ -88,3 +88,97 @@ def test_batches_commit_one_by_one(vault, db_path):
     fake = DeterministicFakeEmbedder()
     assert sweep(db_path, fake, batch_size=3).embedded == 4
     assert count(db_path, "SELECT count(*) FROM embeddings") == 10
+
+
+def vault_of_dated_notes(vault, n=12):
+    """n notes whose files were last edited one day apart: Note00 oldest, Note{n-1} newest."""
+    import os
+
+    for i in range(n):
+        path = vault.write(f"Note{i:02d}.md", f"Text der Notiz Nummer {i}.\n")
+        stamp = 1_700_000_000 + i * 86_400
+        os.utime(path, (stamp, stamp))
+
+
+def test_the_most_recently_edited_notes_are_embedded_first(vault, db_path):
+    vault_of_dated_notes(vault)
+    run_import(db_path, vault.root)
+    fake = DeterministicFakeEmbedder()
+    conn = open_database(db_path)
+    try:
+        run_embed_sweep(conn, fake, batch_size=3, page_size=5)  # pages smaller than the work: read again
+    finally:
+        conn.close()
+    order = [text.split("\n")[0] for text in fake.embedded_texts]
+    assert order == [f"Note{i:02d}" for i in reversed(range(12))]
+    assert [len(call) for call in fake.calls] == [3, 2, 3, 2, 2]  # batches never cross a page
+
+
+class FakeClock:
+    """time.monotonic for the sweep: each embedding call takes exactly one 'second'."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class ClockedEmbedder(DeterministicFakeEmbedder):
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__()
+        self.clock = clock
+
+    def embed_passages(self, texts):
+        self.clock.now += 1.0
+        return super().embed_passages(texts)
+
+
+def test_a_budget_stops_between_batches_and_the_next_run_continues(vault, db_path, monkeypatch):
+    import mindtui.models.sweep as sweep_module
+    from mindtui.config import load_settings
+    from mindtui.search.engine import SearchOptions
+    from mindtui.service import Service
+    from mindtui.audience import Audience
+
+    vault_of_dated_notes(vault)
+    run_import(db_path, vault.root)
+    clock = FakeClock()
+    monkeypatch.setattr(sweep_module.time, "monotonic", clock)
+    fake = ClockedEmbedder(clock)
+    conn = open_database(db_path)
+    try:
+        # 12 texts, 2 a batch, one second a batch: a 3.5 s budget has room for three batches
+        # (the third ends at 3 s; a fourth would end at 4 s, past the budget).
+        report = run_embed_sweep(conn, fake, batch_size=2, budget_s=3.5)
+        assert report.stopped_by_budget and report.embedded == 6 and report.remaining == 6
+        assert report.eta_s == 3  # six more texts at two a second
+        assert any("6 texts remain" in n for n in report.notices)
+        assert [t.split("\n")[0] for t in fake.embedded_texts] == [f"Note{i:02d}" for i in range(11, 5, -1)]
+    finally:
+        conn.close()
+    settings = load_settings().with_values({"db": str(db_path), "search": {"min_cosine": -1.0}})
+    from mindtui.models.holder import ModelHolder
+
+    holder = ModelHolder(embedder_factory=lambda settings, say: DeterministicFakeEmbedder())
+    with Service(settings, audience=Audience.OWNER, models=holder) as service:
+        partial = service.search("Notiz", SearchOptions(log=False))
+        assert any("6 passages are not embedded yet" in n for n in partial.notices)
+    conn = open_database(db_path)
+    try:
+        rest = run_embed_sweep(conn, ClockedEmbedder(clock), batch_size=2)
+        assert rest.embedded == 6 and not rest.stopped_by_budget and rest.remaining == 0
+    finally:
+        conn.close()
+    with Service(settings, audience=Audience.OWNER, models=holder) as service:
+        full = service.search("Notiz", SearchOptions(log=False))
+        assert not any("not embedded yet" in n for n in full.notices)
+
+
+def test_the_budget_setting_reaches_the_nightly_embed_step_and_the_cli(vault, db_path, tmp_path):
+    from mindtui.cli import build_parser
+
+    args = build_parser().parse_args(["embed", "--budget", "30"])
+    assert args.budget == 30.0
+    assert build_parser().parse_args(["--job", "nightly", "--budget", "5"]).budget == 5.0
+    assert build_parser().parse_args(["embed"]).budget is None

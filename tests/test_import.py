@@ -48,7 +48,7 @@ def test_import_writes_notes_chunks_links_and_edges(vault, db_path):
     small_vault(vault)
     report = run_import(db_path, vault.root)
     assert (report.notes_total, report.notes_added) == (4, 4)
-    assert report.unresolved_total == 1 and report.missing_total == 1
+    assert report.unresolved_total == 2 and report.missing_total == 2  # [[Fehlt noch]], [[Okapi BM25]]
     assert report.inline_total == 1 and report.callout_total == 1 and report.frontmatter_total == 1
     assert report.chunks_total == 4 and report.structure_total == 4  # one belongs_to per chunk
 
@@ -62,10 +62,11 @@ def test_import_writes_notes_chunks_links_and_edges(vault, db_path):
     project = edges_of(db_path, "Projekte/Suche.md")
     assert ("related_to", "Konzepte/BM25.md", "explicit", "frontmatter:related", "frontmatter", 1.0, 1.0) in project
     assert ("uses", "Konzepte/Vektorsuche.md", "rule", "edge_defaults:project:uses", "type_default", 0.7, 1.0) in project
-    # resolved by alias
-    assert ("links_to", "Konzepte/BM25.md") in [(k, t) for k, t, *_ in edges_of(db_path, "Konzepte/Vektorsuche.md")]
-    (unresolved,) = query(db_path, "SELECT target_raw, reason, evidence FROM unresolved_links")
-    assert unresolved[:2] == ("Fehlt noch", "missing") and "Wir bauen eine Suche" in unresolved[2]
+    # An alias does not resolve a link (Obsidian's rule): [[Okapi BM25]] stays unresolved.
+    assert ("links_to", "Konzepte/BM25.md") not in [(k, t) for k, t, *_ in edges_of(db_path, "Konzepte/Vektorsuche.md")]
+    unresolved = query(db_path, "SELECT target_raw, reason, evidence FROM unresolved_links ORDER BY target_raw")
+    assert [row[:2] for row in unresolved] == [("Fehlt noch", "missing"), ("Okapi BM25", "missing")]
+    assert "Wir bauen eine Suche" in unresolved[0][2]
 
 
 def test_dedup_key_holds(vault, db_path):
@@ -142,14 +143,16 @@ def test_link_resolves_when_target_appears(vault, db_path):
     assert [k for k, *_ in edges_of(db_path, "A.md")] == ["links_to"]
 
 
-def test_link_resolves_when_only_the_target_gains_an_alias(vault, db_path):
+def test_link_to_a_name_that_becomes_an_alias_stays_unresolved_and_says_whose(vault, db_path):
     vault.write("A.md", "Verweis auf [[RRF]].\n")
     vault.write("Reciprocal Rank Fusion.md", "Fusion.\n")
     assert run_import(db_path, vault.root).unresolved_total == 1
     vault.write("Reciprocal Rank Fusion.md", "---\naliases: [RRF]\n---\nFusion.\n")
     report = run_import(db_path, vault.root)
-    assert report.unresolved_total == 0 and report.notes_changed == 1 and report.notes_relinked == 1
-    assert edges_of(db_path, "A.md")[0][1] == "Reciprocal Rank Fusion.md"
+    assert report.unresolved_total == 1 and report.notes_changed == 1 and report.notes_relinked == 1
+    assert edges_of(db_path, "A.md") == []
+    assert query(db_path, "SELECT detail FROM note_links") == [
+        ("no note named 'RRF'; it is an alias of Reciprocal Rank Fusion.md (aliases do not resolve links)",)]
 
 
 def test_link_becomes_ambiguous_when_a_namesake_appears(vault, db_path, tmp_path):

@@ -34,7 +34,8 @@ def test_nightly_job_runs_its_steps_and_records_them(sample_vault, db_path, real
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["ok"] is True
-    assert [s["step"] for s in result["steps"]] == ["import", "embed", "graph", "consolidate", "gaps"]
+    assert [s["step"] for s in result["steps"]] == ["import", "embed", "graph", "consolidate", "gaps", "maintain"]
+    assert all(s["seconds"] >= 0 for s in result["steps"]) and result["steps"][1]["seconds"] > 0  # embedding takes time
     imported, embedded = result["steps"][0]["report"], result["steps"][1]["report"]
     assert imported["notes_added"] > 40
     # Every chunk is accounted for: embedded once per distinct text, or left out (ai_processing: none);
@@ -50,7 +51,7 @@ def test_nightly_job_runs_its_steps_and_records_them(sample_vault, db_path, real
     assert [m["session"] for m in graph["mass_edits"]] == ["2026-10-31 S13"]  # 14 notes: a mass edit, left out
     assert "S13" in done.stderr and "mass edit" in done.stderr
     assert runs(db_path) == [("nightly", "import", "ok"), ("nightly", "embed", "ok"), ("nightly", "graph", "ok"),
-                             ("nightly", "consolidate", "ok"), ("nightly", "gaps", "ok")]
+                             ("nightly", "consolidate", "ok"), ("nightly", "gaps", "ok"), ("nightly", "maintain", "ok")]
     consolidated = result["steps"][3]["report"]
     assert consolidated["confirmed"] == 1  # the SQLite decision, stated in two journal notes
     assert result["steps"][4]["report"]["kinds"]["gap_question"]["open"] == 5
@@ -98,7 +99,7 @@ def test_failed_step_gives_exit_code_1(tmp_path, db_path, real_model):
     # the next steps still ran (embed had nothing to do; graph needs the vault too; the knowledge steps do not)
     assert runs(db_path) == [("nightly", "import", "failed"), ("nightly", "embed", "ok"),
                              ("nightly", "graph", "failed"), ("nightly", "consolidate", "ok"),
-                             ("nightly", "gaps", "ok")]
+                             ("nightly", "gaps", "ok"), ("nightly", "maintain", "ok")]
 
 
 def test_unknown_job_or_step_is_a_clear_error(db_path, sample_vault):

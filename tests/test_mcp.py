@@ -16,13 +16,14 @@ from contextlib import asynccontextmanager
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import Implementation
+from e5_tokens import real_token_count
 from tui_support import build_fixed_db
 
 from mindtui.audience import Audience
 from mindtui.cli import main
 from mindtui.config import load_settings
 from mindtui.service import Service
-from mindtui.service.context import tokens_of
+from mindtui.service.context import dumps, tokens_of
 
 from conftest import REPO, run_import
 
@@ -227,6 +228,7 @@ def test_context_pack_keeps_to_the_budget(fixed_db):
         for budget in (200, 400, 800, 1600, 3200, 12800):
             pack = agent.context_pack(query="SQLite Suche", budget_tokens=budget)
             assert pack["used_tokens"] == tokens_of(pack) <= budget, budget
+            assert real_token_count(dumps(pack)) <= budget, budget  # what the agent's model reads
             sizes.append(sum(len(n.get("text", "")) for n in pack["notes"]))
         assert sizes == sorted(sizes) and sizes[-1] > sizes[2] > 0  # 200 and 400 may hold only the map
         whole = agent.context_pack(query="SQLite Suche", budget_tokens=100_000)
@@ -268,3 +270,16 @@ def test_no_database_no_server(tmp_path, capsys):
     assert main(["mcp", "--db", str(tmp_path / "missing.db")]) == 4
     assert "no database here" in capsys.readouterr().err
     assert main(["--audience", "agent", "mcp", "--db", str(tmp_path / "missing.db")]) == 2  # always agent: no flag
+
+
+async def test_a_read_only_database_is_served_and_a_proposal_says_why(fixed_db, monkeypatch):
+    monkeypatch.setenv("MINDTUI_DATABASE__READ_ONLY", "true")
+    before = fixed_db.read_bytes()
+    async with serving(fixed_db, "--allow-proposals") as client:
+        found = await ok(client, "search", {"query": "SQLite"})
+        assert found["results"][0]["path"] == "Konzepte/SQLite.md"
+        assert (await ok(client, "get_note", {"note": "Konzepte/SQLite.md"}))["path"] == "Konzepte/SQLite.md"
+        is_error, data = await call(client, "propose_knowledge", {"type": "fact", "title": "Der Router steht im Flur",
+                                                                  "quote": "Router im Flur", "about": "Heimautomation"})
+        assert is_error and data["error"] == "failed" and "read-only" in data["message"]
+    assert fixed_db.read_bytes() == before

@@ -77,7 +77,8 @@ def test_comment_is_not_content_but_code_is():
 
 def test_markdown_links_to_notes_are_links_and_urls_are_not():
     note = parse("[a](Andere%20Notiz.md) [b](<Mit Leer.md>) [c](https://example.org/x.md) [d](#anker) [e](../Oben.md)\n")
-    assert targets(note) == [("Ordner/Andere Notiz.md", ""), ("Ordner/Mit Leer.md", ""), ("Oben.md", "")]
+    # A bare name is resolved like a wikilink (vault-wide); ../ names the note's folder.
+    assert targets(note) == [("Andere Notiz.md", ""), ("Mit Leer.md", ""), ("Oben.md", "")]
     assert {l.rule_id for l in note.links} == {"markdown_link"}
 
 

@@ -15,7 +15,7 @@ from mindtui.config import load_settings
 from mindtui.models.files import ModelUnavailableError
 from mindtui.models.sweep import run_embed_sweep
 from mindtui.search.engine import SearchEngine, SearchOptions
-from mindtui.search.query import fts_expression
+from mindtui.search.query import parse_query
 
 from conftest import result_paths as paths
 from conftest import imported
@@ -48,7 +48,7 @@ def test_stemming_at_index_and_query_time(stemming_vault, query, expected):
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=80))
 def test_any_text_is_a_valid_query(text):
-    expression = fts_expression(text)
+    expression = parse_query(text).fts
     conn = apsw.Connection(":memory:")
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(a)")
     if expression is not None:
@@ -213,7 +213,7 @@ def test_convex_fusion_scales_name_mentions_by_the_longest():
 def test_unfiltered_and_filtered_full_text_paths_rank_alike(stemming_vault):
     from mindtui.store.search_store import fts_chunks
 
-    expression = fts_expression("Notiz Kuchen Obsidian Listen Gedanken")
+    expression = parse_query("Notiz Kuchen Obsidian Listen Gedanken").fts
     fast = fts_chunks(stemming_vault, expression, 50)
     joined = fts_chunks(stemming_vault, expression, 50, note_type="note")  # every note here is a "note"
     assert len(fast) >= 4

@@ -9,6 +9,7 @@ from mindtui.config import load_settings
 from mindtui.models.files import ModelUnavailableError
 from mindtui.models.reranker import Reranker
 from mindtui.search.engine import SearchEngine, SearchOptions
+from mindtui.search.query import parse_query
 from mindtui.text.names import passage_text
 
 from conftest import result_paths as paths
@@ -116,7 +117,7 @@ def test_names_mentioned_in_a_longer_query_form_their_own_list(linked_vault, vau
     vault.write("Themen/Ober- und Unterhitze.md", "Klassisch.\n")
     run_import(db_path, vault.root)
     engine = SearchEngine(linked_vault, load_settings())
-    hits = engine._mentions("welche Temperatur für Kuchen mit ober und unterhitze im Ofen", SearchOptions())
+    hits = engine._mentions(parse_query("welche Temperatur für Kuchen mit ober und unterhitze im Ofen"), SearchOptions())
     titles = {h.note_id: h.score for h in hits}
     paths_by_id = dict(linked_vault.execute("SELECT note_id, path FROM notes").fetchall())
     named = [paths_by_id[h.note_id] for h in hits]
@@ -125,7 +126,7 @@ def test_names_mentioned_in_a_longer_query_form_their_own_list(linked_vault, vau
     response = engine.search("Kuchen mit ober und unterhitze", SearchOptions(log=False, expand=False))
     top = next(r for r in response.results if r.path == "Themen/Ober- und Unterhitze.md")
     assert top.explain["title"]["rank"] == 1
-    assert engine._mentions("Kuchen", SearchOptions()) == []  # one word is the exact-match case
+    assert engine._mentions(parse_query("Kuchen"), SearchOptions()) == []  # one word is the exact-match case
 
 
 class ExplodingEmbedder:
@@ -181,3 +182,27 @@ def test_reranking_never_pushes_an_exact_title_match_down(linked_vault):
     assert paths(response) == paths(fused)[:1] + paths(fused)[1:][::-1]
     assert "rerank" not in response.results[0].explain
     assert [r.explain["rerank"]["rank"] for r in response.results[1:]] == [1, 2, 3, 4, 5]
+
+
+def test_the_query_is_analysed_once_per_search(linked_vault, monkeypatch):
+    """One ParsedQuery per search: the full-text lists of notes and items, the name mentions, the
+    exact match, the snippets and the items' word coverage all read it (they once split the text
+    into words each on their own, with two different word limits)."""
+    from mindtui.search import query as query_module
+    from mindtui.text import analysis
+
+    split: list[str] = []
+    words = analysis.words
+    monkeypatch.setattr(analysis, "words", lambda text: split.append(text) or words(text))
+    text = "Kuchen mit Ober- und Unterhitze im Ofen"
+    response = SearchEngine(linked_vault, load_settings()).search(text, SearchOptions(log=False))  # notes and items
+    assert response.results and split.count(text) == 1
+
+    # One word limit: words past it reach neither the full-text expression nor the name mentions.
+    limit = query_module.MAX_QUERY_WORDS
+    parsed = parse_query(" ".join(["Mehl"] * limit + ["Werkstatt"]))
+    assert len(parsed.words) == limit and "werkstatt" not in parsed.fts
+    engine = SearchEngine(linked_vault, load_settings())
+    named = [engine._mentions(parse_query(" ".join(["Mehl"] * filler + ["Werkstatt"])), SearchOptions())
+             for filler in (limit - 1, limit)]
+    assert [len(hits) for hits in named] == [1, 0]

@@ -45,7 +45,7 @@ def test_status_note_and_models(service):
     status = service.status()
     assert status["notes_total"] > 40 and status["embedding"]["coverage"] == 1.0
     assert {m["role"]: m["status"] for m in status["models"]} == {"embedding": "ready", "reranker": "unavailable"}
-    assert [r["step"] for r in status["recent_runs"][:5]] == ["gaps", "consolidate", "graph", "embed", "import"]
+    assert [r["step"] for r in status["recent_runs"][:6]] == ["maintain", "gaps", "consolidate", "graph", "embed", "import"]
     note = service.note("Zettelkasten", with_chunks=True)
     assert note.path == "Konzepte/Zettelkasten.md" and note.text_source == "file" and note.chunks
     assert note.text.startswith("---") or note.text.startswith("#")
@@ -149,7 +149,7 @@ def test_a_cancelled_job_stops_at_a_safe_point_and_is_recorded(sample_vault, db_
     conn = open_database(db_path)
     statuses = [r.status for r in reversed(job_store.recent_runs(conn))]
     conn.close()
-    assert statuses[0] == "cancelled" and statuses[1:] == ["ok"] * 5
+    assert statuses[0] == "cancelled" and statuses[1:] == ["ok"] * 6
 
 
 def test_retention_forgets_old_searches_and_job_runs(service, sample_vault):

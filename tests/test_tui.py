@@ -6,9 +6,10 @@ from __future__ import annotations
 import threading
 
 import pytest
-from tui_support import build_fixed_db, owner_service, pilot_app, settle
+from tui_support import build_fixed_db, owner_service, pilot_app, settle, until
 
 from mindtui.store import open_database
+from mindtui.tui.confirm_writes import ConfirmWrites
 from mindtui.tui.help_screen import HelpScreen
 from mindtui.tui.note_screen import NoteScreen
 from mindtui.tui.picker import PickerScreen
@@ -133,7 +134,8 @@ async def test_the_explain_panel_shows_each_lists_rank(service):
         await pilot.press(*"BM25", "ctrl+r")
         await settle(pilot)
         text = str(app.screen.query_one("#explain").render())
-        assert "full text rank 1" in text and "fusion" in text
+        selected = app.screen.selected()  # the panel explains the highlighted result, with its own ranks
+        assert f"full text rank {selected.explain['fts']['rank']}" in text and "fusion" in text
 
 
 async def test_note_mode_chunks_links_history_and_copy(service):
@@ -252,6 +254,10 @@ async def test_a_curation_card_resolved_by_keyboard_changes_database_and_file_an
         assert picker.results and picker.results[0].title == "Zettelkasten"
         await pilot.press("enter")
         await settle(pilot)
+        assert isinstance(app.screen, ConfirmWrites)  # the rewrite of the source note, as a diff
+        assert [w.path for w in app.screen.writes] == [card.payload["source_path"]]
+        await pilot.press("y")
+        await settle(pilot)
         assert app.screen is screen
         assert service.curation_card(card.item_id).status == "resolved"
         after = source.read_text(encoding="utf-8")
@@ -272,7 +278,7 @@ async def test_jobs_mode_runs_a_step_in_a_child_process_and_shows_it_in_the_hist
         screen = app.screen
         runs_before = len(screen.runs)
         await pilot.press("g")  # the graph step
-        await settle(pilot)  # the worker ends when the child process has ended
+        await until(pilot, lambda: len(screen.runs) == runs_before + 1)  # the child ended, the history reloaded
         assert "graph: ok" in str(screen.query_one("#job-state").render())
         row = [r for r in screen.query(".step-row")]
         assert [r.step for r in row] == ["graph"]

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from tui_support import build_fixed_db, owner_service
 
+from mindtui.service import SearchOptions
+
 WAIT_S = 90.0  # generous: the model loads in the background on a shared 2-core machine
 
 
@@ -43,6 +45,14 @@ class Pane:
             time.sleep(0.1)
         raise AssertionError(f"{text!r} did not appear; the pane shows:\n{self.screen()}")
 
+    def press(self, *keys: str, shows: str) -> str:
+        """Send keys, then wait for what they change: `shows` must not be on screen before them
+        (text already there would end the wait before the keys took effect)."""
+        before = self.screen()
+        assert shows not in before, f"{shows!r} is on screen before {keys}: waiting for it says nothing\n{before}"
+        self.keys(*keys)
+        return self.wait_for(shows)
+
 
 @pytest.fixture
 def pane(tmp_path):
@@ -62,24 +72,24 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
     env = {k: v for k, v in os.environ.items() if k.startswith(("MINDTUI_", "XDG_")) or k in ("HOME", "PATH")}
     command = " ".join([
         "env", *(shlex.quote(f"{k}={v}") for k, v in env.items()), "TERM=xterm-256color",
-        shlex.quote("EDITOR=sh -c 'printf \"\\nNachtrag aus dem Editor\\n\" >> \"$1\"' editor"),
+        # The editor appends a line and adds a tag, which the note's header shows once it is re-imported.
+        shlex.quote("EDITOR=sh -c 'printf \"\\nNachtrag aus dem Editor\\n\" >> \"$1\";"
+                    " sed -i \"s/^tags: \\[/tags: [nachtrag, /\" \"$1\"' editor"),
         shlex.quote(sys.executable), "-m", "mindtui", "--db", shlex.quote(str(db_path)), "tui",
         ";", "echo", "$?", ">", shlex.quote(str(exit_file))])
     pane.tmux("new-session", "-d", "-s", "main", "-x", "80", "-y", "24", command)
 
     pane.wait_for("cards")  # the status line has been read
-    pane.keys("Vergessenskurve")
-    pane.wait_for("Konzepte/Vergessenskurve.md")
+    pane.press("Vergessenskurve", shows="Konzepte/Vergessenskurve.md")
 
-    pane.keys("F4")  # the Curation mode, from any field
-    pane.wait_for("ambiguous link")
-    pane.keys("C-t")  # one kind at a time: the first kind by name, ambiguous_link
-    pane.wait_for("showing ambiguous link")
+    pane.press("F4", shows="ambiguous link")  # the Curation mode, from any field
+    # one kind at a time: the first kind by name, ambiguous_link
+    pane.press("C-t", shows="showing ambiguous link")
     pane.wait_for(f"#{card.item_id}  ambiguous link")  # its details are shown: it is the selected card
-    pane.keys("p")  # pick the intended note
-    pane.wait_for("pick: one of the candidate notes")  # the picker titled by the action and its argument
-    pane.keys("Enter")
-    pane.wait_for("the link now names")
+    # pick the intended note: the picker titled by the action and its argument
+    pane.press("p", shows="pick: one of the candidate notes")
+    pane.press("Enter", shows=f"modify {card.payload['source_path']}")  # the planned rewrite, as a diff
+    pane.press("y", shows="the link now names")
 
     with owner_service(db_path) as service:
         assert service.curation_card(card.item_id).status == "resolved"
@@ -89,12 +99,10 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
     # e: the editor (here a script that appends a line) runs in the suspended app's terminal,
     # then the note is re-imported and shown with the new line.
     pane.keys("F2")
-    pane.keys("C-u")  # alone: Textual drops text that arrives in the same read as a ctrl+u
-    pane.wait_for("search your notes")  # the empty query's placeholder
-    pane.keys("Vergessenskurve")
-    pane.wait_for("Konzepte/Vergessenskurve.md")
-    pane.keys("Enter")
-    pane.wait_for("Next chunk")  # Note mode is on screen ...
+    # alone: Textual drops text that arrives in the same read as a ctrl+u; the empty query's placeholder
+    pane.press("C-u", shows="search your notes")
+    pane.press("Vergessenskurve", shows="Konzepte/Vergessenskurve.md")
+    pane.press("Enter", shows="Next chunk")  # Note mode is on screen ...
     pane.wait_for("backlinks (")  # ... and the note is loaded (its neighbours come with it): e has a note to edit
     pane.keys("e")
     deadline = time.monotonic() + WAIT_S
@@ -104,7 +112,7 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
             time.sleep(0.1)
     assert (sample_vault.root / "Konzepte/Vergessenskurve.md").read_text(encoding="utf-8").endswith(
         "\nNachtrag aus dem Editor\n")
-    pane.wait_for("Next chunk")  # the app is back, in the Note mode
+    pane.wait_for("#nachtrag")  # the app is back, in the Note mode, showing the note as edited
 
     pane.keys("q")
     deadline = time.monotonic() + WAIT_S
@@ -112,6 +120,38 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
         assert time.monotonic() < deadline, pane.screen()
         time.sleep(0.1)
     assert exit_file.read_text().strip() == "0"
+
+
+def test_keys_that_arrive_in_one_read_are_all_handled_in_order(pane, sample_vault, db_path, tmp_path):
+    """send-keys with several keys writes them at once: three Downs after the query field loses
+    focus move three rows (two were dropped), and text after ctrl+u in the same write is typed
+    after the clearing (it was cleared with the old query). No model: full-text results."""
+    build_fixed_db(sample_vault.root, db_path)
+    with owner_service(db_path) as service:
+        options = SearchOptions(mode="hybrid", limit=20, log=False, wait_for_model=False)
+        third = service.search("Zettelkasten", options).results[2]
+        spaced = service.search("Spaced Repetition", options).results[0]
+    env = {k: v for k, v in os.environ.items() if k.startswith(("MINDTUI_", "XDG_")) or k in ("HOME", "PATH")}
+    command = " ".join(["env", *(shlex.quote(f"{k}={v}") for k, v in env.items()), "TERM=xterm-256color",
+                        shlex.quote(sys.executable), "-m", "mindtui", "--db", shlex.quote(str(db_path)), "tui"])
+    pane.tmux("new-session", "-d", "-s", "main", "-x", "80", "-y", "24", command)
+    pane.wait_for("cards")
+    pane.keys("Zettelkasten")
+    pane.wait_for(third.path)
+    pane.keys("Down", "Down", "Down", "Enter")  # one write: focus to the list, two rows down, open
+    pane.wait_for(f"{third.title}  ·  ")  # the Note mode's header names the third result
+    pane.keys("F2")
+    pane.wait_for("Filters")  # Search mode's footer: the query field has the focus again
+    pane.keys("C-u", "Spaced Repetition")  # one write
+    wait_for_line(pane, 0, "Spaced Repetition")  # the query line: the new text only
+    wait_for_line(pane, 2, f"{spaced.title}  {spaced.note_type}")  # and its first result
+
+
+def wait_for_line(pane: Pane, index: int, text: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while pane.screen().splitlines()[index].strip() != text:
+        assert time.monotonic() < deadline, f"line {index} is not {text!r}:\n{pane.screen()}"
+        time.sleep(0.05)
 
 
 def start_app(pane, db_path: Path, exit_file: Path, **env_extra: str) -> None:

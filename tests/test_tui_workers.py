@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
+
 from textual import on, work
 from textual.app import App
 from textual.message import Message
@@ -55,3 +57,45 @@ async def test_the_cancelled_older_load_posts_nothing_even_when_it_finishes_last
         assert await asyncio.to_thread(app.finished["old"].wait, 5)
         await pilot.pause()
         assert app.answers == ["new"]
+
+
+class Again(Message):
+    pass
+
+
+class EndlessApp(App):
+    """Each worker's answer starts the next, and a worker ends only once its successor runs:
+    at any moment one is running."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.successor_runs: list[threading.Event] = []
+        self.stop = threading.Event()
+
+    @work(thread=True, exit_on_error=False, group="chain")
+    def load(self) -> None:
+        if self.successor_runs:
+            self.successor_runs[-1].set()
+        if self.stop.is_set():
+            return
+        mine = threading.Event()
+        self.successor_runs.append(mine)
+        self.post_message(Again())
+        mine.wait(30)
+
+    @on(Again)
+    def _again(self, message: Again) -> None:
+        self.load()
+
+
+async def test_settle_fails_loudly_while_workers_keep_running():
+    from tui_support import settle
+
+    app = EndlessApp()
+    async with app.run_test() as pilot:
+        app.load()
+        with pytest.raises(AssertionError, match="workers still running after 1 rounds"):
+            await settle(pilot, rounds=1)
+        assert len(app.successor_runs) >= 2
+        app.stop.set()
+        await settle(pilot)  # the chain ends: settle returns

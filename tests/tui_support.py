@@ -3,6 +3,7 @@ instead of sleeping."""
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -47,16 +48,28 @@ def owner_service(db_path: Path, **overrides) -> Service:
     return Service(settings, audience=Audience.OWNER, models=ModelHolder(embedder_factory=no_model))
 
 
-async def settle(pilot, rounds: int = 20) -> None:
+async def settle(pilot, rounds: int = 20, timeout_s: float = 60.0) -> None:
     """Wait until no worker runs and the messages they posted are handled (a worker's answer
-    may start the next worker, and a zero debounce starts one on the next tick)."""
+    may start the next worker, and a zero debounce starts one on the next tick).
+
+    Fails (AssertionError naming the workers) when workers still run after `rounds` rounds, or
+    one round's workers do not end within `timeout_s`: a test must not go on to assert on a
+    screen whose answers are still coming."""
     app = pilot.app
     for _ in range(rounds):
         await pilot.pause()
-        await app.workers.wait_for_complete()
+        try:
+            await asyncio.wait_for(app.workers.wait_for_complete(), timeout_s)
+        except asyncio.TimeoutError:
+            raise AssertionError(f"workers still running after {timeout_s} s: {_running(app)}") from None
         await pilot.pause()
-        if not any(worker.is_running for worker in app.workers):
+        if not _running(app):
             return
+    raise AssertionError(f"workers still running after {rounds} rounds of settle(): {_running(app)[:5]}")
+
+
+def _running(app) -> list[str]:
+    return [f"{worker.group}/{worker.name}" for worker in app.workers if worker.is_running]
 
 
 def pilot_app(service: Service):
@@ -74,3 +87,15 @@ def fixed_service(vault_root: Path, db_path: Path) -> Iterator[Service]:
     build_fixed_db(vault_root, db_path)
     with owner_service(db_path) as service:
         yield service
+
+
+async def until(pilot, condition, timeout_s: float = 120.0) -> None:
+    """Wait (settling workers) until condition() holds: for what a child process reports, which
+    no worker of the app waits for (a job's events come from its reader thread)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the condition did not come true"
+        await settle(pilot)
+        await pilot.pause(0.02)

@@ -15,7 +15,7 @@ from pathlib import Path
 import apsw
 
 from mindtui.config import Settings
-from mindtui.curation.vault_edit import check_inside
+from mindtui.curation.vault_edit import check_inside, write_target
 from mindtui.errors import InputError
 from mindtui.store import curation_store
 from mindtui.store.curation_store import CurationItem
@@ -47,10 +47,13 @@ class Action:
     description: str
     args: tuple[Arg, ...] = ()
     rebuilds_change_graph: bool = False  # the change graph is rebuilt after it (and after its undo)
+    # It writes vault files beyond adding one link (a new note, links rewritten): a front end shows
+    # the planned writes first (`actions.preview`, a dry run: such a plan only reads) and asks.
+    confirm: bool = False
 
     def as_dict(self) -> dict:
         return {"name": self.name, "key": self.key, "description": self.description,
-                "args": [arg.__dict__ for arg in self.args]}
+                "args": [arg.__dict__ for arg in self.args], "confirm": self.confirm}
 
 
 @dataclass(frozen=True)
@@ -91,11 +94,18 @@ class EditContext:
     vault: Path | None  # the vault root (None when unknown: actions that touch files refuse)
 
     def vault_file(self, path: str) -> Path:
-        """The absolute path of a vault-relative one (EditRefused for a path that leaves the vault)."""
+        """The absolute path of a vault-relative one, to read (EditRefused for a path that leaves the vault)."""
+        return check_inside(self._root(), path)
+
+    def write_file(self, path: str) -> Path:
+        """Where a write to a vault-relative path goes: its real path (vault_edit.write_target)."""
+        return write_target(self._root(), path)
+
+    def _root(self) -> Path:
         if self.vault is None:
             raise InputError("the database does not say which vault it indexes: set `vault:` in the config or "
                              "run an import first")
-        return check_inside(self.vault, path)
+        return self.vault
 
 
 class Kind:

@@ -1,8 +1,15 @@
-"""Link cards: a link whose target is missing (unresolved_link) or names several notes (ambiguous_link).
+"""Link cards: a link whose target is missing (unresolved_link), names a note's alias
+(alias_link) or names several notes (ambiguous_link).
 
 One card per source note and target (normalised as links resolve: case, `.md`), whatever the
 number of links to it in that note; an action changes all of them. Attachments and links to
 files outside the index are not cards.
+
+A link that names an alias does not resolve (Obsidian's rule: aliases are offered while a link
+is typed, never used to resolve one). It is a kind of its own, not an action on its
+unresolved_link card: the note exists, so the missing-note answers would be wrong (`create`
+would make a second note for a name one note already has), and the fitting answer, writing
+`[[Target|alias]]`, is one key. A missing link is one card or the other, never both.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from mindtui.curation.rewrite import Retarget, retarget_links
 from mindtui.curation.vault_edit import EditRefused, NoteChanged, read_bytes, read_checked
 from mindtui.store import curation_store, graph_store
 from mindtui.store import notes as note_store
+from mindtui.store.names import NamedNote, alias_owners
 from mindtui.store.curation_store import CurationItem, LinkRow
 from mindtui.text.globs import excluded_by
 from mindtui.vault.links import is_attachment
@@ -77,29 +85,60 @@ def _target_note(ctx: EditContext, args: dict) -> note_store.NoteRecord:
     return record
 
 
-def _retarget(ctx: EditContext, item: CurationItem, target: note_store.NoteRecord, name: str) -> FileEdit:
+def _missing_links(conn: apsw.Connection) -> tuple[dict[tuple[str, str], list[LinkRow]], dict[str, list[NamedNote]]]:
+    """The missing links to notes by (source note, target key), and for the targets that are
+    an alias the notes that carry it."""
+    groups = _grouped([r for r in curation_store.links_with_resolution(conn, "missing")
+                       if not is_attachment(r.target_path)])
+    return groups, alias_owners(conn, [rows[0].target_path for rows in groups.values()])
+
+
+def _retarget(ctx: EditContext, item: CurationItem, target: note_store.NoteRecord, name: str,
+              name_as_label: bool = False) -> FileEdit:
     record, data = _source(ctx, item)
     key = item.payload["target_key"]
-    text, count = retarget_links(data, record.path, Retarget(lambda path: stem_key(path) == key, name, target.path))
+    change = Retarget(lambda path: stem_key(path) == key, name, target.path, name_as_label)
+    text, count = retarget_links(data, record.path, change)
     if not count:
         raise EditRefused(f"found no link to [[{item.payload['target']}]] in {record.path}; edit it by hand")
     return FileEdit(record.path, record.content_hash, text.decode("utf-8"))
 
 
-class UnresolvedLink(Kind):
-    name = "unresolved_link"
+class _LinkCard(Kind):
+    """What the link kinds share: the card's subject line, and `dismiss` leaves the link as it is."""
+
     family = "links"
+
+    def summary(self, item: CurationItem) -> tuple[str, str]:
+        p = item.payload
+        return f"{p['source_title']} -> [[{p['target']}]]", self.what(p)
+
+    def what(self, payload: dict) -> str:
+        raise NotImplementedError
+
+    def plan(self, ctx: EditContext, item: CurationItem, action: Action, args: dict) -> Plan:
+        if action.name == "dismiss":
+            return dismiss_plan(action, f"the link to [[{item.payload['target']}]] stays as it is")
+        return self.answer(ctx, item, action, args)
+
+    def answer(self, ctx: EditContext, item: CurationItem, action: Action, args: dict) -> Plan:
+        raise NotImplementedError
+
+
+class UnresolvedLink(_LinkCard):
+    name = "unresolved_link"
     actions = (
-        Action("create", "c", "create the missing note from the template (curation.note_template) and import it"),
+        Action("create", "c", "create the missing note from the template (curation.note_template) and import it",
+               confirm=True),
         Action("retarget", "r", "point the link(s) at an existing note, keeping label and heading",
-               (Arg("target", "note", "the note the link should name"),)),
+               (Arg("target", "note", "the note the link should name"),), confirm=True),
         DISMISS,
     )
     gone_reason = "the link resolves now, or it is gone"
 
     def detect(self, conn: apsw.Connection, settings: Settings, sources: dict) -> list[Candidate]:
-        rows = [r for r in curation_store.links_with_resolution(conn, "missing") if not is_attachment(r.target_path)]
-        groups = _grouped(rows)
+        groups, aliases = _missing_links(conn)
+        groups = {k: rows for k, rows in groups.items() if rows[0].target_path not in aliases}  # alias_link cards
         sources_of: dict[str, set[str]] = {}
         for note_id, key in groups:
             sources_of.setdefault(key, set()).add(note_id)
@@ -112,15 +151,11 @@ class UnresolvedLink(Kind):
                                  {**_payload(group, key), "linked_from": linked_from}, importance))
         return out
 
-    def summary(self, item: CurationItem) -> tuple[str, str]:
-        p = item.payload
-        lines = ", ".join(str(link["line"]) for link in p["links"][:5])
-        return (f"{p['source_title']} -> [[{p['target']}]]",
-                f"no note named {p['target']!r} (line {lines}); linked from {p['linked_from']} note(s)")
+    def what(self, payload: dict) -> str:
+        lines = ", ".join(str(link["line"]) for link in payload["links"][:5])
+        return f"no note named {payload['target']!r} (line {lines}); linked from {payload['linked_from']} note(s)"
 
-    def plan(self, ctx: EditContext, item: CurationItem, action: Action, args: dict) -> Plan:
-        if action.name == "dismiss":
-            return dismiss_plan(action, f"the link to [[{item.payload['target']}]] stays as it is")
+    def answer(self, ctx: EditContext, item: CurationItem, action: Action, args: dict) -> Plan:
         if action.name == "retarget":
             target = _target_note(ctx, args)
             edit = _retarget(ctx, item, target, link_name(name_index(ctx.conn), target, item.payload["source_path"]))
@@ -130,7 +165,7 @@ class UnresolvedLink(Kind):
         if excluded_by(path, ctx.settings.import_.exclude) is not None:
             raise EditRefused(f"{path} is in a folder import.exclude leaves out: the link would still not resolve; "
                               "set curation.new_note_folder or retarget the link")
-        if ctx.vault_file(path).exists():
+        if ctx.write_file(path).exists():
             raise EditRefused(f"{path} exists already (not a note the index knows); not overwritten")
         template, notice = load_template(ctx)
         text = render_template(template, path.rpartition("/")[2][:-3], datetime.datetime.now())
@@ -138,12 +173,11 @@ class UnresolvedLink(Kind):
                     f"created {path}" + notice, [FileEdit(path, None, text)])
 
 
-class AmbiguousLink(Kind):
+class AmbiguousLink(_LinkCard):
     name = "ambiguous_link"
-    family = "links"
     actions = (
         Action("pick", "p", "point the link(s) at one of the candidates by its vault path, keeping the label",
-               (Arg("target", "note", "one of the candidate notes"),)),
+               (Arg("target", "note", "one of the candidate notes"),), confirm=True),
         DISMISS,
     )
     gone_reason = "the link is unambiguous now, or it is gone"
@@ -162,15 +196,11 @@ class AmbiguousLink(Kind):
                                  {**_payload(group, key), "matched_by": how, "candidates": candidates}, 0.6))
         return out
 
-    def summary(self, item: CurationItem) -> tuple[str, str]:
-        p = item.payload
-        paths = ", ".join(c["path"] for c in p["candidates"][:4])
-        return (f"{p['source_title']} -> [[{p['target']}]]",
-                f"{len(p['candidates'])} notes match by {p['matched_by']}: {paths}")
+    def what(self, payload: dict) -> str:
+        paths = ", ".join(c["path"] for c in payload["candidates"][:4])
+        return f"{len(payload['candidates'])} notes match by {payload['matched_by']}: {paths}"
 
-    def plan(self, ctx: EditContext, item: CurationItem, action: Action, args: dict) -> Plan:
-        if action.name == "dismiss":
-            return dismiss_plan(action, f"the link to [[{item.payload['target']}]] stays as it is")
+    def answer(self, ctx: EditContext, item: CurationItem, action: Action, args: dict) -> Plan:
         target = _target_note(ctx, args)
         if target.note_id not in {c["note_id"] for c in item.payload["candidates"]}:
             listed = ", ".join(c["path"] for c in item.payload["candidates"])
@@ -179,6 +209,44 @@ class AmbiguousLink(Kind):
         edit = _retarget(ctx, item, target, stem)
         return Plan("resolved", {"by": "owner", "action": "pick", "target": target.note_id, "target_path": target.path},
                     f"the link now names {stem}", [edit])
+
+
+class AliasLink(_LinkCard):
+    name = "alias_link"
+    actions = (
+        Action("link", "l", "write the link(s) as [[Target|alias]]: they resolve and still read as written",
+               (Arg("target", "note", "the note, when several carry the alias", required=False),)),
+        DISMISS,
+    )
+    gone_reason = "the link resolves now, names no alias, or it is gone"
+
+    def detect(self, conn: apsw.Connection, settings: Settings, sources: dict) -> list[Candidate]:
+        groups, aliases = _missing_links(conn)
+        out = []
+        for (note_id, key), group in groups.items():
+            owners = aliases.get(group[0].target_path)
+            if owners:
+                # A sure fix that joins the link to the graph: ranked with a link that names several notes.
+                out.append(Candidate(subject(note=note_id, target=key), note_id, {**_payload(group, key), "owners": [
+                    {"note_id": o.note_id, "path": o.path, "title": o.title} for o in owners]}, 0.6))
+        return out
+
+    def what(self, payload: dict) -> str:
+        paths = ", ".join(o["path"] for o in payload["owners"][:4])
+        return f"{payload['target']!r} is an alias of {paths}; aliases do not resolve links"
+
+    def answer(self, ctx: EditContext, item: CurationItem, action: Action, args: dict) -> Plan:
+        owners = {o["note_id"]: o["path"] for o in item.payload["owners"]}
+        chosen = args.get("target") or (next(iter(owners)) if len(owners) == 1 else None)
+        if chosen not in owners:
+            listed = ", ".join(sorted(owners.values()))
+            raise UnknownAction(f"choose the note with --target: {listed} carry the alias" if chosen is None
+                                else f"that note does not carry the alias; choose one of {listed}")
+        target = _target_note(ctx, {"target": chosen})
+        name = link_name(name_index(ctx.conn), target, item.payload["source_path"])
+        edit = _retarget(ctx, item, target, name, name_as_label=True)
+        return Plan("resolved", {"by": "owner", "action": "link", "target": target.note_id, "target_path": target.path},
+                    f"the link now names {target.path} and still reads {item.payload['target']!r}", [edit])
 
 
 # -- a new note from the template ---------------------------------------------------------

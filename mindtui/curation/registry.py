@@ -4,15 +4,15 @@
 from __future__ import annotations
 
 from mindtui.curation.kinds import Kind
-from mindtui.curation.links import AmbiguousLink, UnresolvedLink
+from mindtui.curation.links import AliasLink, AmbiguousLink, UnresolvedLink
 from mindtui.curation.sessions import MassEdit
 from mindtui.curation.suggestions import LinkSuggestion
 from mindtui.errors import InputError
 
-KINDS: dict[str, Kind] = {kind.name: kind for kind in (UnresolvedLink(), AmbiguousLink(), LinkSuggestion(),
-                                                        MassEdit())}
+KINDS: dict[str, Kind] = {kind.name: kind for kind in (UnresolvedLink(), AliasLink(), AmbiguousLink(),
+                                                        LinkSuggestion(), MassEdit())}
 # Refreshed at the end of every import (their causes are the import's unresolved links).
-LINK_KINDS = (UnresolvedLink.name, AmbiguousLink.name)
+LINK_KINDS = (UnresolvedLink.name, AliasLink.name, AmbiguousLink.name)
 
 
 class UnknownKind(InputError):

@@ -21,6 +21,7 @@ from mindtui.curation.kinds import (
     Action, Arg, Candidate, EditContext, FileEdit, Kind, Plan, UnknownAction, dismiss_plan, subject,
 )
 from mindtui.curation.links import link_name, name_index
+from mindtui.curation.note_lines import NoteLines, edit_lines
 from mindtui.curation.vault_edit import EditRefused, NoteChanged, read_checked
 from mindtui.store import curation_store, graph_store
 from mindtui.store import notes as note_store
@@ -28,7 +29,6 @@ from mindtui.store.curation_store import CurationItem
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
 from mindtui.text.globs import excluded_by
 from mindtui.vault.links import WIKILINK, split_target
-from mindtui.vault.markdown import reference_lines
 from mindtui.vault.resolve import stem_key
 
 BLOCK = 512  # rows of the similarity matrix computed at once (512 x notes floats)
@@ -140,42 +140,36 @@ class LinkSuggestion(Kind):
 
 
 def add_related_link(data: bytes, path: str, heading: str, name: str, target_path: str) -> str | None:
-    """The note's text with `- [[name]]` at the end of the section `heading` (created at the end of
-    the note when absent); None when that section links the note already."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise EditRefused(f"{path} is not valid UTF-8; add the link by hand") from None
+    """The note's text with `- [[name]]` at the end of the section `heading` (made at the end of the
+    note when absent); None when that section links the note already."""
     wanted = _HEADING.match(heading.strip())
     if wanted is None:
         raise EditRefused(f"curation.related_heading {heading!r} is not a markdown heading (e.g. '## Verwandt')")
     level, title = len(wanted.group(1)), wanted.group(2).casefold()
-    bom = "\ufeff" if text.startswith("\ufeff") else ""
-    text = text[len(bom):]
-    newline = "\r\n" if "\r\n" in text else "\n"
-    start_line, body = reference_lines(text.replace("\r\n", "\n").replace("\r", "\n"))
-    lines = text.replace("\r\n", "\n").split("\n")
     keys = {stem_key(name), stem_key(target_path)}
-    section = None
-    for index, masked in enumerate(body):
-        found = _HEADING.match(masked)
-        if section is None and found and len(found.group(1)) == level and found.group(2).casefold() == title:
-            section = [start_line + index, len(lines)]
-        elif section is not None and found and len(found.group(1)) <= level:
-            section[1] = start_line + index
-            break
     item = f"- [[{name}]]"
-    if section is None:
-        while lines and not lines[-1].strip():
-            lines.pop()
-        lines += ["", heading.strip(), "", item, ""] if lines else [heading.strip(), "", item, ""]
-        return bom + newline.join(lines)
-    first, end = section
-    for masked in body[first - start_line + 1:end - start_line]:
-        if any(stem_key(split_target(m.group(2))[1]) in keys for m in WIKILINK.finditer(masked)):
-            return None
-    last = max((i for i in range(first, end) if lines[i].strip()), default=first)
-    lines.insert(last + 1, item)
-    if last == first:
-        lines.insert(last + 1, "")  # a blank line between the heading and the list
-    return bom + newline.join(lines)
+
+    def add(note: NoteLines) -> bool:
+        section = None
+        for index in range(note.start_line, len(note.lines)):
+            found = _HEADING.match(note.scan(index))
+            if section is None and found and len(found.group(1)) == level and found.group(2).casefold() == title:
+                section = [index, len(note.lines)]
+            elif section is not None and found and len(found.group(1)) <= level:
+                section[1] = index
+                break
+        if section is None:
+            at = note.end_index()
+            blank_before = at > 0 and note.lines[at - 1].strip() != ""
+            note.insert(at, [""] * blank_before + [heading.strip(), "", item])
+            return True
+        first, end = section
+        for index in range(first + 1, end):
+            if any(stem_key(split_target(m.group(2))[1]) in keys for m in WIKILINK.finditer(note.scan(index))):
+                return False
+        last = max((i for i in range(first, end) if note.lines[i].strip()), default=first)
+        note.insert(last + 1, ["", item] if last == first else [item])  # a blank line between heading and list
+        return True
+
+    text, added = edit_lines(data, path, "add the link", add)
+    return text.decode("utf-8") if added else None

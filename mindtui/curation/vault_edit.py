@@ -1,6 +1,9 @@
-"""Writing vault files for the curation queue: atomic, and only over the content that was indexed.
+"""Writing vault files for the curation queue: atomic, inside the vault, and only over the content that was indexed.
 
-A write goes to a temporary file in the same folder (flushed and fsynced, with the old file's
+A write goes to the file's real path (every symlink followed: a note reached through a linked
+file or folder is edited where it lives, and the link stays a link), which must lie inside the
+vault and outside its dot folders (.obsidian, .trash, .git: never indexed); else EditRefused and
+nothing is written. It goes to a temporary file in the same folder (flushed and fsynced, with the old file's
 mode) and replaces the file with os.replace, so a reader or a crash sees the old file or the new
 one, never half of one. Before it writes, the file must still have the content the index read
 (its sha256 equals notes.content_hash): otherwise NoteChanged, and nothing is written.
@@ -15,7 +18,7 @@ import stat
 import uuid
 from pathlib import Path
 
-from mindtui.errors import OperationFailed
+from mindtui.errors import DatabaseError, OperationFailed
 
 
 class NoteChanged(OperationFailed):
@@ -24,6 +27,26 @@ class NoteChanged(OperationFailed):
 
 class EditRefused(OperationFailed):
     """A write the queue will not do (overwrite an existing file, a path outside the vault)."""
+
+
+class VaultWriteFailed(DatabaseError):
+    """The disk refused a vault write (full, read-only, an I/O error): the file is as it was, no
+    temporary file is left, and the answer is not recorded. Exit code 4, as when the disk refuses
+    the database: the same "storage unusable, fix it and run again"."""
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+_DENIED = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def _write_failed(path: Path, exc: OSError) -> VaultWriteFailed:
+    if exc.errno in _FULL:
+        hint = "the disk is full: free some space and answer again"
+    elif exc.errno in _DENIED:
+        hint = "check that you may write the file and its folder, then answer again"
+    else:
+        hint = "check the disk, then answer again"
+    return VaultWriteFailed(f"cannot write {path}: {exc.strerror or exc}; the file is unchanged ({hint})")
 
 
 def sha256_hex(data: bytes) -> str:
@@ -59,19 +82,44 @@ def check_inside(vault: Path, rel: str) -> Path:
     return vault / rel
 
 
+def _in_dot_folder(path: Path) -> bool:
+    return any(part.startswith(".") for part in path.parts)
+
+
+def write_target(vault: Path, rel: str) -> Path:
+    """The real path a write to the vault path `rel` goes to. EditRefused (nothing is written) when
+    it leaves the vault, through a symlink too, or lies in a dot folder, which the importer never
+    enters: a file written there would never be indexed."""
+    path = check_inside(vault, rel)
+    if _in_dot_folder(Path(rel)):
+        raise EditRefused(f"{rel} is in a dot folder, which is never indexed; nothing was written")
+    real = Path(os.path.realpath(path))
+    try:
+        inside = real.relative_to(os.path.realpath(vault))
+    except ValueError:
+        raise EditRefused(f"{rel} leads through a symlink to {real}, outside the vault; nothing was written "
+                          "(edit that file by hand)") from None
+    if _in_dot_folder(inside):
+        raise EditRefused(f"{rel} leads through a symlink to {inside.as_posix()}, in a dot folder of the vault, "
+                          "which is never indexed; nothing was written (edit that file by hand)")
+    return real
+
+
 def atomic_write(path: Path, data: bytes, *, new: bool = False) -> None:
     """Write `data` to `path` through a temporary file and os.replace. new=True: the file must not
-    exist yet (EditRefused otherwise); its folder is created and the file gets the umask's mode."""
-    if new:
-        if path.exists():
-            raise EditRefused(f"{path} exists already; not overwritten")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        mode = None
-    else:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    temp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if new else 0o600)
+    exist yet (EditRefused otherwise); its folder is created and the file gets the umask's mode.
+    VaultWriteFailed when the disk refuses (the original intact, the temporary file removed)."""
+    temp: Path | None = None
     try:
+        if new:
+            if path.exists():
+                raise EditRefused(f"{path} exists already; not overwritten")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            mode = None
+        else:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        temp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if new else 0o600)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -82,11 +130,13 @@ def atomic_write(path: Path, data: bytes, *, new: bool = False) -> None:
             _place_new(temp, path)
         else:
             os.replace(temp, path)
-    except BaseException:
-        if temp.exists():
-            temp.unlink()
+        _fsync_folder(path.parent)
+    except BaseException as exc:
+        if temp is not None:
+            temp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _write_failed(path, exc) from exc
         raise
-    _fsync_folder(path.parent)
 
 
 def _place_new(temp: Path, path: Path) -> None:
@@ -105,8 +155,11 @@ def _place_new(temp: Path, path: Path) -> None:
 
 
 def remove(path: Path) -> None:
-    path.unlink()
-    _fsync_folder(path.parent)
+    try:
+        path.unlink()
+        _fsync_folder(path.parent)
+    except OSError as exc:
+        raise _write_failed(path, exc) from exc
 
 
 def _fsync_folder(folder: Path) -> None:

@@ -5,6 +5,11 @@ folder, too large) still takes part, identified by `path:<vault path>`. Sessions
 more notes than `graph.max_notes_per_session` are mass edits (renaming tags, moving folders):
 they are reported and left out, since they say nothing about what belongs together, unless the
 owner included one (`include`: (work-log note id, session key), from the curation queue).
+
+Each edge is the pairs' sessions in one work log, and that log is its owner (`owner_note_id`,
+rule `change_log:<log id>`): an agent never sees what a log it may not see says, and sees
+nothing of a log outside the index (its privacy is unknown: no owner, hidden from agents).
+Neighbours add up a pair's edges from several logs.
 """
 
 from __future__ import annotations
@@ -55,7 +60,12 @@ def columns_from(settings: Settings) -> LogColumns:
     return LogColumns(graph.session_columns, graph.date_columns, graph.notes_columns)
 
 
-def _confidence(sessions: int) -> float:
+def change_rule(log_id: str) -> str:
+    """The rule id of a work log's change edges (one edge per pair and log)."""
+    return f"{CHANGE_RULE}:{log_id}"
+
+
+def confidence_of(sessions: int) -> float:
     """One shared session is a hint, each further one halves the doubt."""
     return round(1.0 - 0.5 ** sessions, 4)
 
@@ -87,7 +97,7 @@ def build_change_graph(conn: apsw.Connection, vault: Path, settings: Settings,
     logs = sorted((f for f in scan.files if excluded_by(f.path, patterns)), key=lambda f: f.path)
     report.logs = [f.path for f in logs]
 
-    shared: dict[tuple[str, str], list[Session]] = {}
+    shared: dict[tuple[str, str, str], list[Session]] = {}  # (log id, note, note) -> sessions
     for log in logs:
         try:
             text = log.abs_path.read_text(encoding="utf-8")
@@ -118,17 +128,18 @@ def build_change_graph(conn: apsw.Connection, vault: Path, settings: Settings,
                 report.mass_edits_included.append(mass)
             if len(members) >= 2:
                 report.sessions_used += 1
-            for pair in itertools.combinations(sorted(members), 2):
-                shared.setdefault(pair, []).append(session)
+            for first, second in itertools.combinations(sorted(members), 2):
+                shared.setdefault((log_id, first, second), []).append(session)
 
     edges = []
-    for (first, second), sessions in sorted(shared.items()):
+    for (log_id, first, second), sessions in sorted(shared.items()):
         keys = ", ".join(s.key for s in sessions)
         evidence = f"{len(sessions)} session(s): {keys} · {sessions[-1].rows[-1]}"
-        edges.append(EdgeRow(CHANGE_KIND, "note", first, second, None, "signal", CHANGE_RULE,
-                             _confidence(len(sessions)), graph_store.CHANGE_SIGNAL, float(len(sessions)),
+        owner = None if log_id.startswith(OUTSIDE_PREFIX) else log_id
+        edges.append(EdgeRow(CHANGE_KIND, "note", first, second, owner, "signal", change_rule(log_id),
+                             confidence_of(len(sessions)), graph_store.CHANGE_SIGNAL, float(len(sessions)),
                              evidence[:EVIDENCE_CHARS]))
     graph_store.replace_change_edges(conn, edges)
-    report.pairs = len(edges)
-    report.outside_notes = len({n for pair in shared for n in pair if n.startswith(OUTSIDE_PREFIX)})
+    report.pairs = len({(first, second) for _, first, second in shared})
+    report.outside_notes = len({n for _, *pair in shared for n in pair if n.startswith(OUTSIDE_PREFIX)})
     return report

@@ -14,10 +14,9 @@ import apsw
 
 from mindtui.config import Settings
 from mindtui.errors import NoteNotFound
-from mindtui.graph.change_graph import OUTSIDE_PREFIX
+from mindtui.graph.change_graph import OUTSIDE_PREFIX, confidence_of
 from mindtui.graph.suggest import best_cosine, cascade, fuse, shared_link_scores, similar_notes
-from mindtui.text.names import exact_key
-from mindtui.store import graph_store
+from mindtui.store import graph_store, names
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
 
 GROUPS = ("links_out", "backlinks", "relations", "type_defaults", "change", "search", "suggestions")
@@ -43,28 +42,14 @@ class Neighbour:
 
 
 def find_note(conn: apsw.Connection, name: str) -> graph_store.NoteRef:
-    """NOTE as a note_id, vault path (with or without .md), title or alias; never a guess."""
-    refs = graph_store.all_note_refs(conn)
-    text = name.strip()
-    for ref in refs:
-        if ref.note_id == text:
-            return ref
-    key = exact_key(text[:-3] if text.lower().endswith(".md") else text)
-
-    def stem(path: str) -> str:
-        return exact_key(path[:-3] if path.lower().endswith(".md") else path)
-
-    for how, matches in (
-            ("path", [r for r in refs if stem(r.path) == key]),
-            ("title", [r for r in refs if exact_key(r.title) == key]),
-            ("alias", [r for r in refs if any(exact_key(a) == key for a in r.aliases)]),
-            ("file name", [r for r in refs if stem(r.path).rpartition("/")[2] == key])):
-        if len(matches) == 1:
-            return matches[0]
-        if len(matches) > 1:
-            listed = ", ".join(r.path for r in matches[:8])
-            raise NoteNotFound(f"{name!r} is ambiguous: {len(matches)} notes match by {how}: {listed}; "
-                                  "give the vault path")
+    """NOTE as a note_id, vault path (with or without .md), title, alias or file name; never a guess."""
+    how, found = names.notes_named(conn, name)
+    if len(found) == 1:
+        return graph_store.NoteRef(found[0].note_id, found[0].path, found[0].title, found[0].aliases)
+    if found:
+        listed = ", ".join(note.path for note in found[:8])
+        raise NoteNotFound(f"{name!r} is ambiguous: {len(found)} notes match by {how}: {listed}; "
+                           "give the vault path")
     raise NoteNotFound(f"no note {name!r} (tried note id, path, title, alias and file name)")
 
 
@@ -85,12 +70,18 @@ def neighbours(conn: apsw.Connection, settings: Settings, note: graph_store.Note
     pairs = graph_store.search_pairs_of(conn, note.note_id) if "search" in groups else []
     refs = graph_store.notes_by_id(conn, sorted({e.other_id for e in edges} | {p[0] for p in pairs}))
 
-    seen: set[tuple[str, str, str]] = set()
-    for edge in edges:
+    seen: dict[tuple[str, str, str], Neighbour] = {}
+    # Change edges in the order of their work logs (a stable sort: the others keep theirs).
+    for edge in sorted(edges, key=lambda e: e.rule_id if e.signal == graph_store.CHANGE_SIGNAL else ""):
         group = _group_of(edge, symmetric)
-        if group not in result or (group, edge.other_id, edge.kind) in seen:
-            continue  # one entry per note and relation (A->B and B->A of a symmetric one, a link written twice)
-        seen.add((group, edge.other_id, edge.kind))
+        if group not in result:
+            continue
+        if (group, edge.other_id, edge.kind) in seen:
+            # One entry per note and relation (A->B and B->A of a symmetric one, a link written
+            # twice); the pair's change edges of several work logs add up.
+            if group == "change":
+                _add_sessions(seen[(group, edge.other_id, edge.kind)], edge)
+            continue
         note_id, path, title, indexed = _ref_of(edge.other_id, refs)
         if not path:
             continue  # an edge to a note deleted since: the next import or graph refresh drops it
@@ -98,8 +89,10 @@ def neighbours(conn: apsw.Connection, settings: Settings, note: graph_store.Note
         extra = {"direction": direction} if group in ("relations", "type_defaults", "change") else {}
         if group == "change":
             extra["indexed"] = indexed
-        result[group].append(Neighbour(note_id, path, title, edge.kind, edge.provenance, edge.confidence,
-                                       edge.weight, edge.evidence, extra))
+        entry = Neighbour(note_id, path, title, edge.kind, edge.provenance, edge.confidence, edge.weight,
+                          edge.evidence, extra)
+        seen[(group, edge.other_id, edge.kind)] = entry
+        result[group].append(entry)
 
     confirmed_at = settings.graph.search_confirmed_weight
     queries_with: dict[str, list[str]] = {}
@@ -125,6 +118,14 @@ def neighbours(conn: apsw.Connection, settings: Settings, note: graph_store.Note
         elif group != "suggestions":
             entries.sort(key=lambda n: (n.path, n.kind))
     return result
+
+
+def _add_sessions(entry: Neighbour, edge: graph_store.EdgeView) -> None:
+    """A change entry with the sessions of one more work log's edge."""
+    entry.weight += edge.weight
+    entry.confidence = confidence_of(int(entry.weight))
+    if edge.evidence:
+        entry.evidence = f"{entry.evidence} | {edge.evidence}" if entry.evidence else edge.evidence
 
 
 def _group_of(edge: graph_store.EdgeView, symmetric: frozenset[str]) -> str:

@@ -20,10 +20,14 @@ RRF_K = 60
 
 
 def similar_notes(conn: apsw.Connection, note_id: str, model_id: str, k: int) -> dict[str, float]:
-    """Other notes by the best cosine between any of their chunks and any of this note's chunks."""
+    """Other notes by the best cosine between any of their chunks and any of this note's chunks:
+    for each of its chunks, the `k` nearest chunks (knowledge items' vectors and notes the reader
+    may not see take no place among them)."""
     best: dict[str, float] = {}
     for blob in graph_store.note_vectors(conn, note_id, model_id):
-        hits = vector_store.knn(conn, np.frombuffer(blob, dtype=np.float32), k)
+        hits = vector_store.knn_refilled(
+            conn, np.frombuffer(blob, dtype=np.float32), k,
+            lambda hits: graph_store.chunk_hit_count(conn, [h.embedding_id for h in hits]) >= k)
         for other, cosine in graph_store.embedding_notes(conn, {h.embedding_id: 1.0 - h.distance for h in hits}).items():
             if other != note_id:
                 best[other] = max(best.get(other, -1.0), cosine)

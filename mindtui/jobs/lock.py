@@ -14,7 +14,8 @@ import os
 import time
 from pathlib import Path
 
-from mindtui.errors import JobLockedError
+from mindtui.errors import DatabaseError, JobLockedError
+from mindtui.store.failures import store_failure
 
 __all__ = ["JobLock", "JobLockedError", "WATCH_JOB"]
 
@@ -32,8 +33,11 @@ class JobLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:  # a folder or lock file without permission, a read-only or full disk
+            raise self._failure(exc) from exc
         deadline = time.monotonic() + self.wait_s
         while True:
             try:
@@ -49,9 +53,16 @@ class JobLock:
                     f"another mindtui job{f' ({job})' if job else ''} is already running on this database "
                     f"(pid {pid or 'unknown'}, lock {self.path}); try again when it has finished"
                 ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {self.job}".encode("ascii", "replace"), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {self.job}".encode("ascii", "replace"), 0)
+        except OSError as exc:  # a full disk: the job could not write anything either
+            os.close(fd)
+            raise self._failure(exc) from exc
         self._fd = fd
+
+    def _failure(self, exc: OSError) -> DatabaseError:
+        return store_failure(exc, self.path) or DatabaseError(f"{self.path}: cannot use the job lock ({exc})")
 
     def release(self) -> None:
         if self._fd is not None:

@@ -8,6 +8,7 @@ recorded as cancelled, and the job stops there. The job succeeds only if every s
 from __future__ import annotations
 
 import datetime
+import time
 import traceback
 import uuid
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from mindtui.progress import NEVER_CANCELLED, CancelToken, StepProgress
 from mindtui.store import jobs as job_store
 from mindtui.store import open_database
 from mindtui.store.batch import rollback_open_transaction
+from mindtui.store.connection import DatabaseReadOnlyError
+from mindtui.store.failures import store_errors, store_failure
 
 
 def _no_progress(step: str, done: int, total: int, detail: str) -> None:
@@ -63,11 +66,14 @@ Step = Callable[[StepContext], dict]
 
 
 def import_step(ctx: StepContext) -> dict:
+    from mindtui.curation.actions import finish_pending
+    from mindtui.curation.kinds import EditContext
     from mindtui.curation.refresh import refresh
     from mindtui.curation.registry import LINK_KINDS
     from mindtui.vault.importer import VaultImporter
     from mindtui.vault.types import load_type_registry
 
+    finish_pending(EditContext(ctx.conn, ctx.settings, ctx.need_vault()))  # an answer killed before its files
     importer = VaultImporter(
         ctx.conn, ctx.need_vault(), load_type_registry(ctx.settings.types_file), ctx.settings,
         progress=lambda done, total, path: ctx.report_progress(done, total, path),
@@ -99,7 +105,7 @@ def embed_step(ctx: StepContext) -> dict:
         embedder = holder.embedder(ctx.settings, say=ctx.message)
         report = run_embed_sweep(ctx.conn, embedder, batch_size=ctx.settings.models.embed_batch,
                                  progress=lambda done, total, detail: ctx.report_progress(done, total, detail),
-                                 cancel=ctx.cancel)
+                                 cancel=ctx.cancel, budget_s=ctx.settings.jobs.embed_budget_s)
     finally:
         holder.release()
     for notice in report.notices:
@@ -158,9 +164,18 @@ def gaps_step(ctx: StepContext) -> dict:
     return refresh(ctx.conn, ctx.settings, kinds=GAP_KINDS).as_dict()
 
 
+def maintain_step(ctx: StepContext) -> dict:
+    """The full-text indexes' segments merged and the planner's statistics refreshed (last, once
+    the other steps have written)."""
+    from mindtui.store.maintenance import optimize
+
+    return optimize(ctx.conn)
+
+
 STEPS: dict[str, Step] = {"import": import_step, "embed": embed_step, "graph": graph_step,
-                          "consolidate": consolidate_step, "gaps": gaps_step}
-JOBS: dict[str, list[str]] = {"nightly": ["import", "embed", "graph", "consolidate", "gaps"], "index": ["import"],
+                          "consolidate": consolidate_step, "gaps": gaps_step, "maintain": maintain_step}
+JOBS: dict[str, list[str]] = {"nightly": ["import", "embed", "graph", "consolidate", "gaps", "maintain"],
+                              "index": ["import"],
                               "embed": ["embed"], "graph": ["graph"], "knowledge": ["consolidate", "gaps"],
                               WATCH_JOB: ["import", "embed"]}  # the live vault's run (mindtui.jobs.watch)
 
@@ -172,6 +187,7 @@ class StepResult:
     report: dict
     error: str | None
     run_id: int
+    seconds: float = 0.0
 
 
 @dataclass
@@ -191,7 +207,8 @@ class JobResult:
     def as_dict(self) -> dict:
         return {
             "job": self.job, "batch_id": self.batch_id, "ok": self.ok,
-            "steps": [{"step": s.step, "status": s.status, "error": s.error, "report": s.report} for s in self.steps],
+            "steps": [{"step": s.step, "status": s.status, "error": s.error, "seconds": round(s.seconds, 3),
+                       "report": s.report} for s in self.steps],
         }
 
 
@@ -231,17 +248,39 @@ def _report_of(exc: BaseException) -> dict:
     return report.as_dict() if hasattr(report, "as_dict") else dict(report)
 
 
-def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
-            steps: list[str] | None = None, step_table: dict[str, Step] | None = None,
-            progress: StepProgress | None = None, message: Callable[[str], None] | None = None,
-            cancel: CancelToken | None = None, allow_mass_delete: bool = False, models=None,
-            hooks: JobHooks | None = None) -> JobResult:
-    """Raises JobLockedError when another job holds the lock, DatabaseError when the store is unusable."""
+def _record_storage_failure(conn: apsw.Connection, run_id: int, exc: BaseException, db_path: Path) -> None:
+    """Record the step the storage stopped, if the storage still lets us. If it does not (the disk
+    is still full), its row stays `running` and the next job marks it interrupted."""
+    rollback_open_transaction(conn)
+    try:
+        job_store.finish_step(conn, run_id, "failed", _report_of(exc), str(store_failure(exc, db_path)))
+    except apsw.Error:
+        return  # the caller raises the step's own failure, which is what the user needs to read
+
+
+def run_job(job: str, settings: Settings, *, db_path: Path, **options) -> JobResult:
+    """Run `job` (options: vault, steps, step_table, progress, message, cancel, allow_mass_delete,
+    models, hooks). Raises JobLockedError when another job holds the lock, DatabaseError when the
+    store is unusable: missing, locked, read-only, or its disk full or failing. The job stops at
+    such a failure (every next step would fail too); what the steps committed is kept and the next
+    run continues."""
+    with store_errors(db_path):  # the file or the disk, inside a step or around them: one line
+        return _run_job(job, settings, db_path=db_path, **options)
+
+
+def _run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
+             steps: list[str] | None = None, step_table: dict[str, Step] | None = None,
+             progress: StepProgress | None = None, message: Callable[[str], None] | None = None,
+             cancel: CancelToken | None = None, allow_mass_delete: bool = False, models=None,
+             hooks: JobHooks | None = None) -> JobResult:
     table = STEPS if step_table is None else step_table
     names = check_job(job, steps, table)
     cancel = cancel or NEVER_CANCELLED
     hooks = hooks or NO_HOOKS
     result = JobResult(job, uuid.uuid4().hex[:12])
+    if settings.database.read_only:
+        raise DatabaseReadOnlyError(f"{db_path}: database.read_only is set, and job {job!r} writes the database; "
+                                    "unset the setting to run it (nothing was done)")
     with JobLock(db_path, job, settings.jobs.wait_for_watch_s):
         conn = open_database(db_path, busy_timeout_ms=settings.database.busy_timeout_ms)
         try:
@@ -257,11 +296,15 @@ def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
                 run_id = job_store.start_step(conn, result.batch_id, job, name)
                 hooks.step_started(name)
                 status, report, error = "ok", {}, None
+                began = time.monotonic()
                 try:
                     report = table[name](ctx)
                 except Cancelled as exc:
                     status, error = "cancelled", str(exc)
                 except Exception as exc:  # a failing step is recorded; the next steps still run
+                    if store_failure(exc, db_path) is not None:  # ... unless the file or its disk failed
+                        _record_storage_failure(conn, run_id, exc, db_path)
+                        raise
                     status = "failed"
                     error = str(exc) if isinstance(exc, MindtuiError) else f"{type(exc).__name__}: {exc}"
                     report = _report_of(exc)
@@ -269,7 +312,7 @@ def run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
                         report["traceback"] = traceback.format_exc(limit=8)
                 rollback_open_transaction(conn)
                 job_store.finish_step(conn, run_id, status, report, error)
-                result.steps.append(StepResult(name, status, report, error, run_id))
+                result.steps.append(StepResult(name, status, report, error, run_id, time.monotonic() - began))
                 hooks.step_finished(result.steps[-1])
                 if status == "cancelled":
                     break

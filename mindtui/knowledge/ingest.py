@@ -12,17 +12,16 @@ import apsw
 
 from mindtui.config import Settings
 from mindtui.knowledge.proposal import Source
-from mindtui.knowledge.writer import submit
+from mindtui.knowledge.writer import Decision, submit
 
 
 def ingest_lines(conn: apsw.Connection, settings: Settings, lines: Iterable[str], source: Source, *,
-                 embedder=None, about_conn: apsw.Connection | None = None) -> list[dict]:
-    """One result per non-blank line: {"line": number (1-based), decision, reason, item_id, card_id}."""
+                 embedder=None, about_conn: apsw.Connection | None = None) -> list[tuple[int, Decision]]:
+    """One (line number (1-based), decision) per non-blank line."""
     results = []
     for number, line in enumerate(lines, start=1):
         text = line.strip()
         if not text:
             continue
-        decision = submit(conn, settings, text, source, embedder=embedder, about_conn=about_conn)
-        results.append({"line": number, **decision.as_dict()})
+        results.append((number, submit(conn, settings, text, source, embedder=embedder, about_conn=about_conn)))
     return results

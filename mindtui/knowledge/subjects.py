@@ -17,6 +17,7 @@ import numpy as np
 
 from mindtui.knowledge.proposal import Proposal
 from mindtui.store import knowledge_store as store
+from mindtui.store import names
 from mindtui.text import analysis
 from mindtui.text.names import exact_key
 
@@ -44,25 +45,9 @@ class Subject:
         return None if self.topic is None else exact_key(self.topic)
 
 
-def _stem(path: str) -> str:
-    return exact_key(path[:-3] if path.lower().endswith(".md") else path)
-
-
-def matching_notes(conn: apsw.Connection, name: str) -> list[store.NoteName]:
+def matching_notes(conn: apsw.Connection, name: str) -> list[names.NamedNote]:
     """Notes the name names: by note id, else vault path, title, alias, file name (the first way that matches)."""
-    rows = store.note_name_rows(conn)
-    text = name.strip()
-    exact = [r for r in rows if r.note_id == text]
-    if exact:
-        return exact
-    key = _stem(text)
-    for matches in ([r for r in rows if _stem(r.path) == key],
-                    [r for r in rows if exact_key(r.title) == key],
-                    [r for r in rows if any(exact_key(a) == key for a in r.aliases)],
-                    [r for r in rows if _stem(r.path).rpartition("/")[2] == key]):
-        if matches:
-            return matches
-    return []
+    return names.notes_named(conn, name)[1]
 
 
 def resolve_about(conn: apsw.Connection, about: str | None, entity_types: tuple[str, ...],

@@ -56,9 +56,12 @@ class Decision:
     reason: str
     item_id: int | None = None
     card_id: int | None = None
+    # An 'invalid' that the validator gave: its reason depends on the proposal's own text only
+    # (the rules' reasons may name items and notes). Not part of what is shown or logged.
+    own_input: bool = dataclasses.field(default=False, repr=False, compare=False)
 
     def as_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {"decision": self.decision, "reason": self.reason, "item_id": self.item_id, "card_id": self.card_id}
 
 
 def now_iso() -> str:
@@ -117,7 +120,7 @@ def submit(conn: apsw.Connection, settings: Settings, proposal: Proposal, source
         how, target = _parse_force(force)
     except ProposalError as exc:
         with _transaction(conn):
-            return _log(conn, now, source, raw, Decision("invalid", str(exc)))
+            return _log(conn, now, source, raw, Decision("invalid", str(exc), own_input=True))
     notes: list[str] = []
     vector = _embed(conn, embedder, proposal, source, notes) if how is None else None
     ctx = _Ctx(conn, settings, proposal, source, how, target, vector,

@@ -4,13 +4,15 @@ The embedder takes ~0.9 s and ~490 MB to load, so a process (the TUI, the MCP se
 keeps one and every thread uses it (llama.cpp calls are serialised by the embedder's own lock).
 Services acquire the holder when they open and release it when they close; the last release
 frees the models. A failed load is remembered (with its reason) so that a broken model costs
-one attempt, not one per keystroke; `forget_failures()` allows another try.
+one attempt, not one per keystroke; after `models.retry_after_s` the next use tries again (a
+long-lived process heals once the model is fixed), and `forget_failures()` allows a try at once.
 """
 
 from __future__ import annotations
 
 import atexit
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -50,15 +52,17 @@ def _real_reranker(settings: Settings):
 
 class ModelHolder:
     def __init__(self, embedder_factory: Callable[[Settings, Say], object] | None = None,
-                 reranker_factory: Callable[[Settings], object | None] | None = None) -> None:
-        # A test may hand in factories for fakes (named so); everything else uses the real models.
+                 reranker_factory: Callable[[Settings], object | None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        # A test may hand in factories for fakes (named so) and a clock; everything else uses the real ones.
         self._embedder_factory = embedder_factory or _real_embedder
         self._reranker_factory = reranker_factory or _real_reranker
+        self._clock = clock
         self._lock = threading.Lock()  # guards the fields below; never held while a model loads
         self._load_lock = threading.Lock()  # one load at a time
         self._embedder = None
         self._embedder_key: tuple | None = None
-        self._failure: tuple[tuple, str] | None = None
+        self._failure: tuple[tuple, str, float] | None = None  # (key, reason, when)
         self._loading = False
         self._generation = 0  # moves on close(): a load that started before it is not kept
         self._reranker = None
@@ -108,7 +112,9 @@ class ModelHolder:
             if self._embedder is not None and self._embedder_key == key:
                 return self._embedder
             if self._failure is not None and self._failure[0] == key:
-                raise ModelUnavailableError(self._failure[1])
+                if self._clock() - self._failure[2] < settings.models.retry_after_s:
+                    raise ModelUnavailableError(self._failure[1])
+                self._failure = None  # cooled down: this use tries again
             if not wait:
                 if not self._loading:
                     self._loading = True
@@ -142,12 +148,12 @@ class ModelHolder:
                 embedder = self._embedder_factory(settings, say)
             except ModelUnavailableError as exc:
                 with self._lock:
-                    self._failure, self._loading = (key, str(exc)), False
+                    self._failure, self._loading = (key, str(exc), self._clock()), False
                 raise
             except Exception as exc:  # llama.cpp or a corrupt file: the user sees why, the process goes on
                 message = f"cannot load the embedding model: {type(exc).__name__}: {exc}"
                 with self._lock:
-                    self._failure, self._loading = (key, message), False
+                    self._failure, self._loading = (key, message, self._clock()), False
                 raise ModelUnavailableError(message) from exc
             with self._lock:
                 self._loading = False

@@ -5,7 +5,9 @@ run continues where it stopped. Identical texts are embedded once (vectors are k
 content hash). A different model than last time is first tried on one batch: only when its
 vectors fit the store are the old vectors removed (in the same transaction that stores the
 new batch), so a model that cannot be used leaves the index as it was.
-Notes with `ai_processing: none` are never handed to the model (`pending_texts` skips them).
+Notes with `ai_processing: none` are never handed to the model (the pending queries skip them).
+The work is read a page at a time (bounded memory at a million chunks), the most recently edited
+notes first, and a budget in seconds stops the sweep cleanly between batches.
 Current knowledge items are embedded too (title and body, keyed the same way), except those
 stated in such a note.
 """
@@ -20,9 +22,12 @@ import apsw
 from mindtui.errors import ModelUnavailableError
 from mindtui.progress import NEVER_CANCELLED, CancelToken, Progress, no_progress
 from mindtui.store import vectors as vector_store
-from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta, set_meta
+from mindtui.store.meta import EMBED_REMAINING_KEY, EMBEDDING_MODEL_KEY, get_meta, set_meta
 from mindtui.text.names import passage_text
 
+# Pending texts read per query: enough that the query's cost (a scan of the chunks) is small
+# against the time embedding them takes, few enough to bound the memory.
+PAGE_SIZE = 1024
 
 
 class DimensionMismatch(ModelUnavailableError):
@@ -38,6 +43,9 @@ class EmbedReport:
     excluded: int = 0  # chunks of notes with `ai_processing: none`
     removed: int = 0  # vectors dropped (text gone, or from an older model)
     seconds: float = 0.0
+    stopped_by_budget: bool = False
+    remaining: int = 0  # texts left for the next run (when the budget stopped this one)
+    eta_s: float | None = None  # how long they would take at this run's rate
     notices: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -54,22 +62,29 @@ def _embed(embedder, model_id: str, batch: list[vector_store.PendingText]):
 
 
 def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progress: Progress | None = None,
-                    cancel: CancelToken | None = None) -> EmbedReport:
-    """`embedder`: anything with `model_id` and `embed_passages(texts) -> (n, dim) array`."""
+                    cancel: CancelToken | None = None, budget_s: float = 0.0,
+                    page_size: int = PAGE_SIZE) -> EmbedReport:
+    """`embedder`: anything with `model_id` and `embed_passages(texts) -> (n, dim) array`.
+    `budget_s` > 0: stop before a batch that would likely end past the budget (the report says
+    what remains and how long it would take at this run's rate)."""
     started = time.monotonic()
     progress = progress or no_progress
     cancel = cancel or NEVER_CANCELLED
     model_id = embedder.model_id
     report = EmbedReport(model=model_id)
 
-    pending = vector_store.pending_texts(conn, model_id)
     coverage = vector_store.chunk_coverage(conn, model_id)
     report.excluded = coverage["chunks_ai_excluded"]
     report.skipped = coverage["chunks_with_vector"]
-    report.duplicates = sum(p.chunks - 1 for p in pending)
-    total = len(pending)
+    total = vector_store.pending_count(conn, model_id)
     progress(0, total, "")
-    first = pending[:batch_size]
+    # Knowledge items first (few, and each one a statement the owner relies on), then chunk
+    # texts page by page, the most recently edited notes first: what a person works on now is
+    # what they search for while a large first embedding spans several nights.
+    first_page = vector_store.pending_items(conn, model_id)
+    if len(first_page) < batch_size:
+        first_page += vector_store.pending_chunk_page(conn, model_id, page_size)
+    first = first_page[:batch_size]
     first_vectors = _embed(embedder, model_id, first) if first else None  # the new model proves itself here
 
     others = {m: n for m, n in vector_store.models_with_vectors(conn).items() if m != model_id}
@@ -84,16 +99,55 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
         report.notices.append(
             f"embedding model changed ({', '.join(sorted(others))} -> {model_id}): {sum(others.values())} old "
             "vectors removed, every chunk is embedded again")
-    report.embedded = len(first)
+    _stored(report, first)
     if first:
         progress(report.embedded, total, first[-1].title)
-    for start in range(batch_size, total, batch_size):
+    page = first_page[batch_size:]
+    embed_started = time.monotonic()
+    while True:
+        if not page:
+            page = vector_store.pending_chunk_page(conn, model_id, page_size)
+            if not page:
+                break
+        batch, page = page[:batch_size], page[batch_size:]
+        if budget_s and _over_budget(started, embed_started, report.embedded - len(first), len(batch), budget_s):
+            report.stopped_by_budget = True
+            break
         cancel.check()
-        batch = pending[start:start + batch_size]
         vectors = _embed(embedder, model_id, batch)
         with conn:  # one transaction per batch: a kill loses at most this batch
             vector_store.insert_vectors(conn, model_id, [p.content_hash for p in batch], vectors)
-        report.embedded += len(batch)
+        _stored(report, batch)
         progress(report.embedded, total, batch[-1].title)
     report.seconds = time.monotonic() - started
+    report.remaining = vector_store.pending_count(conn, model_id) if report.stopped_by_budget else 0
+    with conn:
+        set_meta(conn, EMBED_REMAINING_KEY, str(report.remaining))
+    if report.remaining:
+        rate = report.embedded / report.seconds if report.seconds > 0 else 0.0
+        report.eta_s = round(report.remaining / rate) if rate > 0 else None
+        report.notices.append(
+            f"embedding stopped at its budget of {budget_s:g} s: {report.remaining} texts remain"
+            + (f" (about {_duration(report.eta_s)} at this run's rate)" if report.eta_s else "")
+            + "; the next run continues, most recently edited notes first")
     return report
+
+
+def _stored(report: EmbedReport, batch: list[vector_store.PendingText]) -> None:
+    report.embedded += len(batch)
+    report.duplicates += sum(p.chunks - 1 for p in batch)
+
+
+def _over_budget(started: float, embed_started: float, done: int, next_batch: int, budget_s: float) -> bool:
+    """True when the next batch would likely end past the budget (at this run's rate so far)."""
+    now = time.monotonic()
+    per_text = (now - embed_started) / done if done else 0.0
+    return now - started + per_text * next_batch > budget_s
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -18,12 +18,12 @@ from mindtui.config import Settings
 from mindtui.errors import ModelUnavailableError
 from mindtui.search import fusion
 from mindtui.search.knowledge import KINDS, LOG_PREFIX, knowledge_hits
-from mindtui.search.query import fts_expression, query_stems
+from mindtui.search.query import ParsedQuery, parse_query
 from mindtui.search.snippets import highlight_spans, snippet
 from mindtui.store import knowledge_store
 from mindtui.store import search_store as store
 from mindtui.store import vectors as vector_store
-from mindtui.store.meta import data_version
+from mindtui.store.meta import EMBED_REMAINING_KEY, data_version, get_meta
 from mindtui.store.visibility import audience_of
 from mindtui.text import analysis
 from mindtui.text.names import exact_key, passage_text
@@ -135,11 +135,10 @@ class SearchEngine:
         self._last_lists: dict[str, list[tuple[str, float]]] = {}  # the notes' candidate lists of the last search
 
     # -- retrievers -----------------------------------------------------------------------
-    def _fts(self, query: str, options: SearchOptions, pool: int) -> list[store.ChunkHit]:
-        expression = fts_expression(query)
-        if expression is None:
+    def _fts(self, query: ParsedQuery, options: SearchOptions, pool: int) -> list[store.ChunkHit]:
+        if query.fts is None:
             return []
-        hits = store.fts_chunks(self.conn, expression, pool * 4, options.note_type, options.tag, options.path,
+        hits = store.fts_chunks(self.conn, query.fts, pool * 4, options.note_type, options.tag, options.path,
                                 restricted=self.audience is not Audience.OWNER)
         if not self.options.anchor_text:  # anchor-text rows are the chunkless full-text hits
             hits = [h for h in hits if h.chunk_id is not None]
@@ -158,6 +157,10 @@ class SearchEngine:
             if not store.has_vectors(self.conn, embedder.model_id):
                 notices.append("no vectors yet (run `mindtui embed`); full-text results only")
                 return None
+            remaining = get_meta(self.conn, EMBED_REMAINING_KEY)
+            if remaining and remaining != "0":
+                notices.append(f"{remaining} passages are not embedded yet (the next embedding run continues); "
+                               "they are found by their words only")
             return embedder.model_id, embedder.embed_query(query)
         except ModelUnavailableError as exc:
             notices.append(f"vector search unavailable ({exc}); full-text results only")
@@ -171,15 +174,28 @@ class SearchEngine:
         if found is None:
             return []
         model_id, vector = found
-        # Filters (and an agent's hidden notes) drop hits after the KNN: ask for more then. Knowledge
-        # items share the vector table: as many more as they have vectors, so they crowd out no chunk.
+        # Filters (and an agent's hidden notes) drop hits after the KNN: ask for more then, and if
+        # the pool is still not full (and hits above min_cosine are left), search only the vectors
+        # that pass. Knowledge items share the vector table: as many more as they have vectors.
         wide = options.filtered or self.audience is not Audience.OWNER
         extra = knowledge_store.item_vector_count(self.conn, model_id)
-        hits = vector_store.knn(self.conn, vector, pool * (4 if wide else 2) + extra)
         min_cosine = self.options.min_cosine
-        similarities = {h.embedding_id: 1.0 - h.distance for h in hits if 1.0 - h.distance >= min_cosine}
-        chunks = store.chunks_for_embeddings(self.conn, similarities, options.note_type, options.tag, options.path)
-        return _best_per_note(chunks)[:pool]
+        found: dict[int, list[store.ChunkHit]] = {}  # per number of hits: their notes' best chunks
+
+        def notes_of(hits: list[vector_store.VectorHit]) -> list[store.ChunkHit]:
+            if len(hits) not in found:
+                similarities = {h.embedding_id: 1.0 - h.distance for h in hits if 1.0 - h.distance >= min_cosine}
+                found[len(hits)] = _best_per_note(store.chunks_for_embeddings(
+                    self.conn, similarities, options.note_type, options.tag, options.path))
+            return found[len(hits)]
+
+        def enough(hits: list[vector_store.VectorHit]) -> bool:
+            return not wide or not hits or 1.0 - hits[-1].distance < min_cosine or len(notes_of(hits)) >= pool
+
+        hits = vector_store.knn_refilled(self.conn, vector, pool * (4 if wide else 2) + extra, enough,
+                                         store.chunk_vectors_passing(model_id, options.note_type, options.tag,
+                                                                     options.path))
+        return notes_of(hits)[:pool]
 
     # -- the pipeline ---------------------------------------------------------------------
     def search(self, query: str, options: SearchOptions | None = None,
@@ -193,19 +209,29 @@ class SearchEngine:
         if options.kind not in KINDS:
             raise ValueError(f"unknown kind {options.kind!r}; use notes or knowledge (or none for both)")
         response = SearchResponse(options.mode)
+        parsed = parse_query(query)  # the one analysis of the text every stage below reads
         query_vector = _Once(lambda: self._query_vector(query, options, response.notices))
         self._last_lists = {}
         if options.kind != "knowledge":
-            response.results = self._notes(query, options, text_filter, response, query_vector)
+            response.results = self._notes(parsed, options, text_filter, response, query_vector)
         if options.kind != "notes":
-            items = self._items(query, options, text_filter, query_vector)
+            items = self._items(parsed, options, text_filter, query_vector)
             response.results = _merged(response.results, items, options.limit)
         if options.log and response.results:
             self._log(query, options.mode, [r.log_key for r in response.results], response.notices)
         return response
 
-    def _items(self, query: str, options: SearchOptions, text_filter, query_vector) -> list[SearchResult]:
-        stems = query_stems(query)
+    def count(self, query: str, options: SearchOptions) -> int:
+        """How many notes the query's words match (with the options' filters): the total a list of
+        results is a page of. Anchor text counts for the owner only, as it does in the results."""
+        expression = parse_query(query).fts
+        if expression is None or options.kind == "knowledge":
+            return 0
+        anchors = self.options.anchor_text and self.audience is Audience.OWNER
+        return store.fts_note_count(self.conn, expression, options.note_type, options.tag, options.path, anchors)
+
+    def _items(self, query: ParsedQuery, options: SearchOptions, text_filter, query_vector) -> list[SearchResult]:
+        stems = query.stem_set
         out = []
         for hit in knowledge_hits(self.conn, self.settings, query, options.mode, options.limit, query_vector,
                                   (options.note_type, options.tag, options.path), reference=self._last_lists):
@@ -220,14 +246,14 @@ class SearchEngine:
                                     kind="knowledge", item_id=item.item_id))
         return out
 
-    def _notes(self, query: str, options: SearchOptions, text_filter, response: SearchResponse,
+    def _notes(self, query: ParsedQuery, options: SearchOptions, text_filter, response: SearchResponse,
                query_vector) -> list[SearchResult]:
         results: list[SearchResult] = []
-        pool = self.options.candidate_pool
+        pool = max(self.options.candidate_pool, options.limit)  # a long list (browsing on) needs more candidates
         lists: dict[str, list[store.ChunkHit]] = {}
         if options.mode in ("fts", "hybrid"):
             lists["fts"] = self._fts(query, options, pool)
-        if options.mode in ("vector", "hybrid") and analysis.words(query):
+        if options.mode in ("vector", "hybrid") and query.words:
             # A query of no words ("???") has no meaning to compare: nothing the vectors return would be it.
             lists["vector"] = self._vector(options, pool, query_vector)
         if options.mode == "hybrid":
@@ -282,10 +308,10 @@ class SearchEngine:
                 ranked_lenders = sorted(lent[note_id], reverse=True)
                 explain.setdefault(note_id, {})["graph"] = {
                     "gain": round(ranked_lenders[0][0], 6), "from": [source for _, source in ranked_lenders[:3]]}
-        reranked = self._rerank(query, rest, best_chunk, facts, explain, options, response.notices)
+        reranked = self._rerank(query.text, rest, best_chunk, facts, explain, options, response.notices)
         order = present + reranked  # the reranker orders the rest: exact title matches stay first
         texts = store.chunk_texts(self.conn, [c for c in (best_chunk.get(n) for n in order[:options.limit]) if c])
-        stems = query_stems(query)
+        stems = query.stem_set
         for note_id in order[:options.limit]:
             fact = facts[note_id]
             chunk_id = best_chunk.get(note_id)
@@ -329,13 +355,13 @@ class SearchEngine:
             scores[target] = scores.get(target, 0.0) + gain
         return lent
 
-    def _mentions(self, query: str, options: SearchOptions) -> list[store.ChunkHit]:
+    def _mentions(self, query: ParsedQuery, options: SearchOptions) -> list[store.ChunkHit]:
         """Notes whose title or alias the query names inside longer text, longest names first.
 
         "luhmann zettelkasten ablage" names two notes. One-word names need 5+ letters and must not
         be a stop word; a name shared by more than 3 notes says too little to count.
         """
-        words = analysis.words(query)[:400]
+        words = query.words
         if len(words) < 2:
             return []  # a one-word query is the exact-match case
         names = self._title_keys().by_words
@@ -358,8 +384,8 @@ class SearchEngine:
     def _passing(self, note_ids: list[str], options: SearchOptions) -> set[str]:
         return store.notes_passing(self.conn, note_ids, options.note_type, options.tag, options.path)
 
-    def _exact_matches(self, query: str, options: SearchOptions) -> list[str]:
-        key = exact_key(query)
+    def _exact_matches(self, query: ParsedQuery, options: SearchOptions) -> list[str]:
+        key = query.exact
         if not key:
             return []
         matches = sorted(self._title_keys().exact.get(key, ()))

@@ -17,7 +17,7 @@ import numpy as np
 
 from mindtui.config import Settings
 from mindtui.search import fusion
-from mindtui.search.query import fts_expression, query_stems
+from mindtui.search.query import ParsedQuery
 from mindtui.store import knowledge_store
 from mindtui.store import search_store
 from mindtui.text import analysis
@@ -53,7 +53,7 @@ def _vector_list(conn: apsw.Connection, query_vector: Callable[[], tuple[str, np
     return ranked[:pool]
 
 
-def _coverage(item: knowledge_store.KnowledgeItem, stems: list[set[str]]) -> float:
+def _coverage(item: knowledge_store.KnowledgeItem, stems: tuple[frozenset[str], ...]) -> float:
     """The share of the query's words the item's text holds (any language's stem)."""
     if not stems:
         return 0.0
@@ -62,7 +62,7 @@ def _coverage(item: knowledge_store.KnowledgeItem, stems: list[set[str]]) -> flo
     return sum(1 for group in stems if group & found) / len(stems)
 
 
-def _convex(conn, query: str, ranked: dict, reference: dict, options) -> dict[str, float]:
+def _convex(conn, query: ParsedQuery, ranked: dict, reference: dict, options) -> dict[str, float]:
     """Item scores on the notes' convex scale. BM25 of the small item table is not comparable with
     the chunks' (other term statistics): an item's full-text score is the share of the query's
     words it holds times the best note's normalised full-text score. Cosines are comparable: the
@@ -73,8 +73,7 @@ def _convex(conn, query: str, ranked: dict, reference: dict, options) -> dict[st
         items = knowledge_store.items_by_id(conn, [int(k[len(LOG_PREFIX):]) for k in keys])
         top = max(fusion.normalised("fts", reference["fts"], options.convex_normalisation).values(), default=1.0) \
             if reference.get("fts") else 1.0
-        stems = query_stems(query)
-        lists["fts"] = {k: _coverage(items[int(k[len(LOG_PREFIX):])], stems) * top
+        lists["fts"] = {k: _coverage(items[int(k[len(LOG_PREFIX):])], query.stems) * top
                         for k in keys if int(k[len(LOG_PREFIX):]) in items}
     if ranked.get("vector"):
         pooled = sorted(ranked["vector"] + list(reference.get("vector", [])), key=lambda pair: -pair[1])
@@ -90,7 +89,7 @@ def _convex(conn, query: str, ranked: dict, reference: dict, options) -> dict[st
     return fused
 
 
-def knowledge_hits(conn: apsw.Connection, settings: Settings, query: str, mode: str, limit: int,
+def knowledge_hits(conn: apsw.Connection, settings: Settings, query: ParsedQuery, mode: str, limit: int,
                    query_vector: Callable[[], tuple[str, np.ndarray] | None],
                    note_filter: tuple[str | None, str | None, str | None] = (None, None, None),
                    reference: dict[str, list[tuple[str, float]]] | None = None) -> list[ItemHit]:
@@ -102,9 +101,8 @@ def knowledge_hits(conn: apsw.Connection, settings: Settings, query: str, mode: 
     pool = options.candidate_pool
     lists: dict[str, list[tuple[int, float]]] = {}
     if mode in ("fts", "hybrid"):
-        expression = fts_expression(query)
-        lists["fts"] = knowledge_store.fts_items(conn, expression, pool) if expression else []
-    if mode in ("vector", "hybrid") and analysis.words(query):
+        lists["fts"] = knowledge_store.fts_items(conn, query.fts, pool) if query.fts else []
+    if mode in ("vector", "hybrid") and query.words:
         lists["vector"] = _vector_list(conn, query_vector, pool, options.min_cosine)
     ranked = {name: [(f"{LOG_PREFIX}{item_id}", score) for item_id, score in hits] for name, hits in lists.items()}
     if options.fusion == "convex":

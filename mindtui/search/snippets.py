@@ -10,12 +10,11 @@ from mindtui.text.analysis import stem_all_languages
 SNIPPET_CHARS = 220
 
 
-def snippet(text: str, stems: list[set[str]]) -> str:
-    """A window of the chunk around the first word whose stem matches the query."""
+def snippet(text: str, wanted: frozenset[str]) -> str:
+    """A window of the chunk around the first word one of whose stems is wanted (ParsedQuery.stem_set)."""
     flat = " ".join(text.split())
     if len(flat) <= SNIPPET_CHARS:
         return flat
-    wanted = {s for group in stems for s in group}
     for match in re.finditer(r"[^\W_]+", flat):
         if stem_all_languages(match.group(0).lower()) & wanted:
             start = max(0, match.start() - SNIPPET_CHARS // 3)
@@ -26,9 +25,8 @@ def snippet(text: str, stems: list[set[str]]) -> str:
     return ("…" if start else "") + cut + ("…" if start + SNIPPET_CHARS < len(flat) else "")
 
 
-def highlight_spans(text: str, stems: list[set[str]]) -> list[tuple[int, int]]:
-    """The [start, end) spans of the words in text whose stems match a query word's."""
-    wanted = {s for group in stems for s in group}
+def highlight_spans(text: str, wanted: frozenset[str]) -> list[tuple[int, int]]:
+    """The [start, end) spans of the words in text one of whose stems is wanted (ParsedQuery.stem_set)."""
     if not wanted:
         return []
     return [(m.start(), m.end()) for m in re.finditer(r"[^\W_]+", text)

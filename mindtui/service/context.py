@@ -8,7 +8,9 @@ the service, so the audience rule holds: an agent's pack never holds a private o
 `ai_processing: none` note, item or neighbour.
 
 The budget counts the pack as the caller receives it (compact JSON) with the token estimate of
-`mindtui.text`. First every note's header (a map of what there is), then note by note in rank
+`mindtui.text`. The count is kept up to date as the pack grows (_Count): every step adds the tokens
+of what it adds, so building a pack is linear in its size (serialising the whole pack after each
+step, as it once did, was quadratic). First every note's header (a map of what there is), then note by note in rank
 order within a share of what is left (1, 1/2, 1/3, ... by rank): knowledge, neighbours (up to
 half the share), whole chunks of text (a note with no text yet gets its best chunk cut at a word);
 then what is left goes to more text and more neighbours, best note first. What did not fit is
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from mindtui.errors import InputError
 from mindtui.search.engine import SearchOptions
-from mindtui.text.tokens import estimate_tokens
+from mindtui.text.tokens import content_tokens, estimate_tokens
 
 if TYPE_CHECKING:
     from mindtui.service.core import Service
@@ -72,34 +74,31 @@ def build_context_pack(service: "Service", *, note: str | None = None, query: st
                   "used_tokens": budget_tokens, "notes": [],
                   "omitted": {"notes": 0, "neighbours": 0, "knowledge": 0, "text": 0}, "notices": notices}
     loaded = [_load(service, seed, signals, neighbours_per_note, knowledge) for seed in seeds]
-
-    def fits() -> bool:
-        return tokens_of(pack) <= budget_tokens
+    count = _Count(pack)
 
     # 1. every note's header: the map of what there is, best first
     for entry, *_rest in loaded:
-        pack["notes"].append(entry)
-        if not fits():
-            pack["notes"].pop()
-            pack["omitted"]["notes"] += 1
+        if not count.append(pack["notes"], entry, budget_tokens):
+            count.set_number(pack["omitted"], "notes", pack["omitted"]["notes"] + 1)
     kept = [item for item in loaded if any(item[0] is entry for entry in pack["notes"])]
-    pack["omitted"]["text"] += sum(1 for item in loaded if item not in kept and item[3])
+    count.set_number(pack["omitted"], "text", pack["omitted"]["text"]
+                     + sum(1 for item in loaded if item not in kept and item[3]))
     # 2. per note in rank order, within its share of what is left (by rank: 1, 1/2, 1/3, ... of the
     # notes still to come; a share a note does not use goes to the notes after it): confirmed
     # knowledge, neighbours up to half the share, text
     for number, (entry, neighbours, items, chunks) in enumerate(kept):
-        now = tokens_of(pack)
+        now = count.total
         weights = [1 / (rank + 1) for rank in range(number, len(kept))]
         limit = now + int((budget_tokens - now) * weights[0] / sum(weights))
-        _add(pack, entry["knowledge"], items, limit)
-        _add(pack, entry["neighbours"], neighbours, tokens_of(pack) + (limit - tokens_of(pack)) // 2)
+        _add(count, entry["knowledge"], items, limit)
+        _add(count, entry["neighbours"], neighbours, count.total + (limit - count.total) // 2)
         # whole chunks within the share; a note with no text yet gets a cut of its best chunk
-        _fill_text(pack, entry, chunks, limit, cut=not entry["text"])
+        _fill_text(count, entry, chunks, limit, cut=not entry["text"])
     # 3. what is left, best note first: more text, then the other neighbours
     for entry, _neighbours, _items, chunks in kept:
-        _fill_text(pack, entry, chunks, budget_tokens, cut=True)
+        _fill_text(count, entry, chunks, budget_tokens, cut=True)
     for entry, neighbours, _items, _chunks in kept:
-        _add(pack, entry["neighbours"], neighbours, budget_tokens)
+        _add(count, entry["neighbours"], neighbours, budget_tokens)
     for entry, neighbours, items, chunks in kept:
         pack["omitted"]["neighbours"] += len(neighbours)
         pack["omitted"]["knowledge"] += len(items)
@@ -144,44 +143,86 @@ def _load(service: "Service", seed: _Seed, signals: tuple[str, ...], per_note: i
     return entry, neighbours, items, [c.text for c in chunks]
 
 
-def _add(pack: dict, target: list, values: list, limit: int) -> None:
+def _inserted(before: str, text: str, after: str) -> int:
+    """The tokens `text` adds between the characters `before` and `after`. The estimate is
+    additive across a character that is a piece of its own, except that a symbol after a space
+    starts a word (mindtui.text.tokens): one character of context on each side settles it."""
+    return content_tokens(before + text + after) - content_tokens(before + after)
+
+
+class _Count:
+    """The pack's token count, kept as the pack grows: each change counts only what it adds.
+
+    A value appended to a list goes between "[" or the last value (never a space in compact
+    JSON) and "]", with a comma before it if the list had one; text appended inside a string goes
+    between the string's last character (escaped) and its closing quote.
+    """
+
+    def __init__(self, pack: dict) -> None:
+        self.total = tokens_of(pack)
+
+    def append(self, target: list, value, limit: int) -> bool:
+        """Append `value` to `target` if the pack stays within `limit`; whether it did."""
+        cost = _inserted("[", ("," if target else "") + dumps(value), "]")
+        if self.total + cost > limit:
+            return False
+        target.append(value)
+        self.total += cost
+        return True
+
+    @staticmethod
+    def text_cost(entry: dict, piece: str) -> int:
+        """What appending `piece` to the entry's text (after a blank line) adds."""
+        text = entry["text"]
+        added = f"\n\n{piece}" if text else piece
+        before = dumps(text[-1:])[1:-1][-1:] or '"'  # the escaped last character, or the opening quote
+        return _inserted(before, dumps(added)[1:-1], '"')
+
+    def extend_text(self, entry: dict, piece: str, limit: int) -> bool:
+        """Append `piece` to the entry's text (after a blank line) if the pack stays within `limit`."""
+        cost = self.text_cost(entry, piece)
+        if self.total + cost > limit:
+            return False
+        entry["text"] += f"\n\n{piece}" if entry["text"] else piece
+        self.total += cost
+        return True
+
+    def set_number(self, holder: dict, key: str, value: int) -> None:
+        self.total += _inserted(":", str(value), ",") - _inserted(":", str(holder[key]), ",")
+        holder[key] = value
+
+
+def _add(count: _Count, target: list, values: list, limit: int) -> None:
     """Move values (in order) into `target` while the pack stays within `limit` tokens."""
-    while values:
-        target.append(values[0])
-        if tokens_of(pack) > limit:
-            target.pop()
-            return
-        values.pop(0)
+    taken = 0
+    while taken < len(values) and count.append(target, values[taken], limit):
+        taken += 1
+    del values[:taken]
 
 
-def _fill_text(pack: dict, entry: dict, chunks: list[str], limit: int, cut: bool) -> None:
+def _fill_text(count: _Count, entry: dict, chunks: list[str], limit: int, cut: bool) -> None:
     """Append the note's next chunks (best first) while the pack stays within `limit` tokens. With
     `cut`, the chunk that does not fit whole is cut at a word (if enough room is left) and the
     note's text ends there."""
     while entry["_next"] < len(chunks):
-        before, text = entry["text"], chunks[entry["_next"]]
-        entry["text"] = f"{before}\n\n{text}" if before else text
-        if tokens_of(pack) <= limit:
-            entry["_next"] += 1
+        text = chunks[entry["_next"]]
+        if count.extend_text(entry, text, limit):
+            count.set_number(entry, "_next", entry["_next"] + 1)
             continue
-        entry["text"] = before
-        if cut and limit - tokens_of(pack) >= MIN_TEXT_TOKENS:
-            entry["text"] = _cut(pack, entry, before, text, limit)
-            if entry["text"] != before:
-                entry["_next"] = len(chunks) + 1  # cut: nothing more of this note
+        if cut and limit - count.total >= MIN_TEXT_TOKENS and _cut(count, entry, text, limit):
+            count.set_number(entry, "_next", len(chunks) + 1)  # cut: nothing more of this note
         return
 
 
-def _cut(pack: dict, entry: dict, before: str, text: str, budget: int) -> str:
-    """The longest word-boundary prefix of `text` that still fits (binary search on words)."""
+def _cut(count: _Count, entry: dict, text: str, limit: int) -> bool:
+    """Append the longest word-boundary prefix of `text` that still fits (binary search on words);
+    whether any did."""
     words = text.split(" ")
-    low, high, best = 1, len(words), before
+    low, high, best = 1, len(words), 0
     while low <= high:
         middle = (low + high) // 2
-        piece = " ".join(words[:middle]) + ELLIPSIS
-        entry["text"] = f"{before}\n\n{piece}" if before else piece
-        if tokens_of(pack) <= budget:
-            best, low = entry["text"], middle + 1
+        if count.total + count.text_cost(entry, " ".join(words[:middle]) + ELLIPSIS) <= limit:
+            best, low = middle, middle + 1
         else:
             high = middle - 1
-    return best
+    return best > 0 and count.extend_text(entry, " ".join(words[:best]) + ELLIPSIS, limit)

@@ -19,7 +19,7 @@ from mindtui.config import Settings
 from mindtui.errors import InputError, NoteNotFound, NotAllowed
 from mindtui.graph.neighbours import GROUPS, find_note, neighbours
 from mindtui.graph.stats import graph_stats
-from mindtui.jobs.runner import JobHooks, run_job
+from mindtui.jobs.runner import JOBS, JobHooks, run_job
 from mindtui.knowledge.writer import Decision
 from mindtui.models import files as model_files
 from mindtui.models.holder import ModelHolder, shared_holder
@@ -35,6 +35,7 @@ from mindtui.store import jobs as job_store
 from mindtui.store import knowledge_store
 from mindtui.store import notes as note_store
 from mindtui.store import vectors as vector_store
+from mindtui.store.maintenance import store_bytes
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, VAULT_KEY, data_version, get_meta
 from mindtui.store.migrate import schema_version
 from mindtui.store.pool import ConnectionPool
@@ -47,7 +48,9 @@ Say = Callable[[str], None]
 class Service:
     def __init__(self, settings: Settings, *, audience: Audience = Audience.AGENT,
                  models: ModelHolder | None = None) -> None:
-        """audience defaults to the restrictive one: a front end that forgets to say gets the agent's view."""
+        """audience defaults to the restrictive one: a front end that forgets to say gets the agent's view.
+        An agent's service never upgrades the database (an out-of-date one is DatabaseError); with
+        database.read_only (or a file it cannot write) it reads, and a write is DatabaseError."""
         self.settings = settings
         self.audience = Audience.parse(audience)
         self.db_path = settings.db_path
@@ -55,7 +58,8 @@ class Service:
         self.models.acquire()
         self._pool = ConnectionPool(self.db_path, audience=self.audience,
                                     busy_timeout_ms=settings.database.busy_timeout_ms,
-                                    private_paths=settings.privacy.private_paths)
+                                    private_paths=settings.privacy.private_paths,
+                                    read_only=settings.database.read_only)
         self._registry: TypeRegistry | None = None
         self._registry_lock = threading.Lock()
         self._close_lock = threading.Lock()
@@ -114,6 +118,12 @@ class Service:
             for result in response.results:
                 result.explain = public_explain(result.explain)
         return response
+
+    def search_count(self, query: str, options: SearchOptions | None = None) -> int:
+        """How many notes the query's words match, with the options' filters (a front end shows
+        "20 of 3,412"): full text only, as the audience may see them."""
+        with self._pool.connection() as pooled:
+            return self._engine(pooled).count(query, options or SearchOptions())
 
     def note(self, name: str, *, with_chunks: bool = True) -> views.NoteView:
         """A note by path, title, alias or id: its facts, its text (from the vault file when it
@@ -193,10 +203,16 @@ class Service:
                       **knowledge_store.item_counts(conn)}
             model_id = get_meta(conn, EMBEDDING_MODEL_KEY)
             coverage = vector_store.chunk_coverage(conn, model_id or "")
-            runs = [run.__dict__ for run in job_store.recent_runs(conn, limit=5)]
+            runs = [run.__dict__ for run in job_store.recent_runs(conn, limit=len(JOBS["nightly"]))]  # one nightly's steps
             version = schema_version(conn)
             vault_root = get_meta(conn, VAULT_KEY)
+            db_bytes = store_bytes(conn)
         embeddable = coverage["chunks"] - coverage["chunks_ai_excluded"]
+        # The owner's only: the file's size over the visible counts would tell an agent how much is hidden.
+        storage = {"storage": {"db_bytes": db_bytes,
+                               "bytes_per_note": round(db_bytes / counts["notes_total"]) if counts["notes_total"] else 0,
+                               "bytes_per_chunk": round(db_bytes / counts["chunks_total"]) if counts["chunks_total"] else 0}
+                   } if self.audience is Audience.OWNER else {}
         return {
             "db": str(self.db_path), "audience": self.audience.value, "schema_version": version,
             "vault": vault_root, **counts,
@@ -204,7 +220,7 @@ class Service:
                           "chunks_embeddable": embeddable,
                           "coverage": round(coverage["chunks_with_vector"] / embeddable, 4) if embeddable else 1.0},
             "models": [state.as_dict() for state in self.models.states(self.settings)],
-            "recent_runs": runs,
+            "recent_runs": runs, **storage,
         }
 
     def summary(self) -> dict:
@@ -231,6 +247,11 @@ class Service:
         """The model files (paths, sizes, hashes, usable or why not) and what is loaded now."""
         return {"models": model_files.model_status(self.settings),
                 "loaded": [state.as_dict() for state in self.models.states(self.settings)]}
+
+    def retry_models(self) -> None:
+        """Forget remembered model load failures: the next use tries again at once (without waiting
+        for models.retry_after_s), e.g. after the model was rebuilt. For a TUI key or a status action."""
+        self.models.forget_failures()
 
     def preload_models(self) -> None:
         """Start loading the embedding model in the background (searches answer from full text meanwhile)."""
@@ -321,6 +342,12 @@ class Service:
         the indexed content (NoteChanged otherwise); what was written is imported at once."""
         self._owner_only("the curation queue")
         return self._curation.resolve(item_id, action, args)
+
+    def curation_preview(self, item_id: int, action: str, **args) -> list:
+        """A dry run of curation_resolve for an action marked `confirm` (it writes vault files beyond
+        one added link): the files it would write (PlannedWrite: path, change, before, after, diff)."""
+        self._owner_only("the curation queue")
+        return self._curation.preview(item_id, action, args)
 
     def curation_undo(self) -> ActionOutcome | None:
         """Reverse the latest answer (its file change too); None when there is nothing to undo."""

@@ -73,6 +73,11 @@ class ActionOutcome:
         return dict(self.__dict__)
 
 
+def kind_actions() -> dict[str, list[dict]]:
+    """Every kind's actions (name, key, description, args): what a front end can offer by name."""
+    return {name: [action.as_dict() for action in kind.actions] for name, kind in KINDS.items()}
+
+
 def card_of(item: CurationItem) -> Card:
     kind = kind_of(item.kind)
     subject, description = kind.summary(item)
@@ -116,8 +121,9 @@ class CurationDesk:
     def resolve(self, item_id: int, action: str, args: dict) -> ActionOutcome:
         with self.pool.connection() as pooled:
             conn = pooled.conn
-            _, chosen = actions.answerable(conn, item_id, action)
             ctx = EditContext(conn, self.settings, self._vault(conn))
+            self._finish_interrupted(ctx)
+            _, chosen = actions.answerable(conn, item_id, action)
             try:
                 done = actions.perform(ctx, item_id, action, self._arguments(conn, chosen, args))
             except NoteChanged as exc:
@@ -126,10 +132,19 @@ class CurationDesk:
             notices = self._after(conn, ctx.vault, done)
         return ActionOutcome(item_id, action, done.item.status, done.message, done.files, notices)
 
+    def preview(self, item_id: int, action: str, args: dict) -> list[actions.PlannedWrite]:
+        """The vault writes an answer would make, made by nothing (a dry run of `resolve`)."""
+        with self.pool.connection() as pooled:
+            conn = pooled.conn
+            _, chosen = actions.answerable(conn, item_id, action)
+            ctx = EditContext(conn, self.settings, self._vault(conn))
+            return actions.preview(ctx, item_id, action, self._arguments(conn, chosen, args))
+
     def undo(self) -> ActionOutcome | None:
         with self.pool.connection() as pooled:
             conn = pooled.conn
             ctx = EditContext(conn, self.settings, self._vault(conn))
+            self._finish_interrupted(ctx)
             done = actions.undo_last(ctx)
             if done is None:
                 return None
@@ -172,6 +187,11 @@ class CurationDesk:
     def _lock(self) -> JobLock:
         """The job lock; a live-vault import holding it is waited for (it is short)."""
         return JobLock(self.db_path, "curation", self.settings.jobs.wait_for_watch_s)
+
+    def _finish_interrupted(self, ctx: EditContext) -> None:
+        """An answer killed before its files were all written is finished first (and imported)."""
+        if ctx.vault is not None and actions.finish_pending(ctx):
+            self._reimport(ctx.conn, ctx.vault)
 
     def _reimport(self, conn: apsw.Connection, vault: Path | None) -> list[str]:
         """Import the vault again (incremental: only what changed is read) and refresh the link cards."""

@@ -1,9 +1,10 @@
 """Knowledge items behind the service: proposals to the one writer, and views of the items.
 
 Reads go through the service's pool (an agent's connection sees only the items it may: see
-store.visibility). Proposals are written through a connection that sees everything (the writer
-must compare with every item), but what an agent is told back is cut to what it may know: no
-card reasons (they name notes and items), no ids of items it cannot see (card ids, yes).
+store.visibility). An agent's proposal is decided on a connection that reads as an agent: every
+rule compares it with the items an agent may see only, so what it is told cannot depend on a
+hidden item. What it is told back is cut further: fixed reasons (a reason names notes and items),
+no ids of items it cannot see (card ids, yes).
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from mindtui.knowledge.writer import Decision, submit
 from mindtui.models.holder import READY, ModelHolder
 from mindtui.store import knowledge_store as store
 from mindtui.store.connection import open_database
-from mindtui.store.pool import ConnectionPool
+from mindtui.store.failures import store_errors
+from mindtui.store.pool import ConnectionPool, PooledConnection
 
 EDITABLE = ("type", "title", "body", "quote", "about", "confidence", "visibility", "valid_from")
 AGENT_REASONS = {"add": "added as a draft", "supersede": "superseded as proposed", "noop": "known already",
-                 "update": "updated", "card": "held for the owner's review", "stale": "flagged stale"}
+                 "update": "updated", "card": "held for the owner's review", "stale": "flagged stale",
+                 "invalid": "invalid: the item it names does not exist or is no longer current"}
 
 
 @dataclass
@@ -152,31 +155,29 @@ class KnowledgeDesk:
         except ModelUnavailableError:
             return None
 
-    def _writing(self):
-        """A connection for the writer: the owner's pooled one, else one that sees every item."""
-        if self.audience is Audience.OWNER:
+    def _writing(self, source: Source):
+        """The writer's connection. An agent's proposal, whoever hands it in, is decided only over
+        what an agent may see: on a connection with the agent's views (the writer writes `main.`
+        tables by name), so no rule compares it with, ends or corroborates a hidden item, and its
+        `about` names only visible notes. Anyone else's: the pool's (the owner's, seeing all)."""
+        if self.audience is Audience.OWNER and source.type != "agent":
             return self.pool.connection()
-        return _OwnConnection(self.pool.path, self.settings.database.busy_timeout_ms)
+        return _agent_connection(self.pool.path, self.settings, self.pool.private_paths)
 
     def submit(self, proposal, source=None, force: str | None = None) -> Decision:
         source = self._source(source)
         if force is not None and self.audience is not Audience.OWNER:
             raise NotAllowed("only the owner answers for the writer (force)")
-        with self._writing() as pooled, self._reading() as reader:
+        with self._writing(source) as pooled:
             # A proposal that does not validate is logged by the writer as invalid, with its reason.
-            decision = submit(pooled.conn, self.settings, proposal, source, embedder=self.embedder(), force=force,
-                              about_conn=reader)
+            decision = submit(pooled.conn, self.settings, proposal, source, embedder=self.embedder(), force=force)
             return self._told(decision)
 
     def ingest(self, lines: Iterable[str], source=None) -> list[dict]:
         source = self._source(source)
-        with self._writing() as pooled, self._reading() as reader:
-            results = ingest_lines(pooled.conn, self.settings, lines, source, embedder=self.embedder(),
-                                   about_conn=reader)
-        for result in results:
-            told = self._told(Decision(result["decision"], result["reason"], result["item_id"], result["card_id"]))
-            result.update(told.as_dict())
-        return results
+        with self._writing(source) as pooled:
+            results = ingest_lines(pooled.conn, self.settings, lines, source, embedder=self.embedder())
+        return [{"line": number, **self._told(decision).as_dict()} for number, decision in results]
 
     def edit(self, item_id: int, fields: dict) -> Decision:
         """The owner's edit: the item superseded by the edited one (confirmed)."""
@@ -198,37 +199,31 @@ class KnowledgeDesk:
             return submit(pooled.conn, self.settings, parse_proposal({k: v for k, v in data.items() if v is not None}),
                           Source.owner(), embedder=self.embedder(), force="add")
 
-    @contextmanager
-    def _reading(self):
-        """The connection the proposer's `about` is resolved on: an agent's own (None: the writer's)."""
-        if self.audience is Audience.OWNER:
-            yield None
-            return
-        with self.pool.connection() as pooled:
-            yield pooled.conn
-
     def _told(self, decision: Decision) -> Decision:
-        """What the audience may be told of a decision."""
-        if self.audience is Audience.OWNER or decision.decision == "invalid":
+        """What the audience may be told of a decision. An agent: a fixed text per decision (a
+        reason may name notes and items), the validator's message for a proposal that does not
+        validate (it depends on the proposal's own text only), no ids of items it cannot see."""
+        if self.audience is Audience.OWNER or decision.own_input:
             return decision
         visible = decision.item_id is not None and self._agent_sees(decision.item_id)
         # A card's id tells nothing of what it holds (the queue is the owner's): the agent may quote it.
         return Decision(decision.decision, AGENT_REASONS.get(decision.decision, decision.decision),
-                        decision.item_id if visible else None, decision.card_id)
+                        decision.item_id if visible else None, decision.card_id, own_input=decision.own_input)
 
     def _agent_sees(self, item_id: int) -> bool:
         with self.pool.connection() as pooled:
             return store.get_item(pooled.conn, item_id) is not None
 
 
-class _OwnConnection:
-    def __init__(self, path, busy_timeout_ms: int) -> None:
-        self.path, self.busy_timeout_ms = path, busy_timeout_ms
-
-    def __enter__(self):
-        self.conn = open_database(self.path, busy_timeout_ms=self.busy_timeout_ms)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.conn.close()
-
+@contextmanager
+def _agent_connection(path, settings: Settings, private_paths: tuple[str, ...]):
+    """The connection an agent's proposal is decided on: it reads as an agent (the writer writes
+    `main.` tables by name), never migrates (an agent's connection refuses an old schema) and
+    honours database.read_only."""
+    conn = open_database(path, busy_timeout_ms=settings.database.busy_timeout_ms, readonly=settings.database.read_only,
+                         audience=Audience.AGENT, private_paths=private_paths)
+    try:
+        with store_errors(path):
+            yield PooledConnection(conn)
+    finally:
+        conn.close()

@@ -15,6 +15,7 @@ from typing import Callable
 
 import apsw
 
+from mindtui.store.visibility import open_to_agents
 from mindtui.text.analysis import ANALYZER_VERSION
 
 
@@ -25,8 +26,8 @@ def incoming_lines(conn: apsw.Connection) -> dict[str, tuple[str, list[tuple[str
     rows = conn.execute(
         "SELECT l.resolved_note_id, t.lang, l.evidence, l.target_raw FROM main.note_links l"
         " JOIN main.notes s ON s.note_id = l.note_id JOIN main.notes t ON t.note_id = l.resolved_note_id"
-        " WHERE l.resolution = 'resolved' AND l.resolved_note_id != l.note_id AND s.private = 0"
-        " AND s.ai_processing = 1 ORDER BY l.resolved_note_id, s.path, l.seq")
+        f" WHERE l.resolution = 'resolved' AND l.resolved_note_id != l.note_id AND {open_to_agents('s')}"
+        " ORDER BY l.resolved_note_id, s.path, l.seq")
     for target, lang, evidence, written in rows:
         lines.setdefault(target, (lang, []))[1].append((evidence, written))
     return lines

@@ -63,7 +63,7 @@ def write_batches(conn: apsw.Connection, max_items: int = 100, max_seconds: floa
         yield batches
     except BaseException:
         if batches._open:
-            conn.execute("ROLLBACK")
+            rollback_open_transaction(conn)  # SQLite ended it already after a full disk or an I/O error
             batches._open = False
         raise
     batches.commit()
@@ -78,7 +78,7 @@ def immediate(conn: apsw.Connection) -> Iterator[apsw.Connection]:
     try:
         yield conn
     except BaseException:
-        conn.execute("ROLLBACK")
+        rollback_open_transaction(conn)  # SQLite ended it already after a full disk or an I/O error
         raise
     conn.execute("COMMIT")
 

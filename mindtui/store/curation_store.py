@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import apsw
 
+from mindtui.store.visibility import model_readable
+
 OPEN, RESOLVED, DISMISSED, SNOOZED = "open", "resolved", "dismissed", "snoozed"
 STATUSES = (OPEN, RESOLVED, DISMISSED, SNOOZED)
 
@@ -72,7 +74,7 @@ def insert_item(conn: apsw.Connection, kind: str, subject_key: str, note_id: str
                 importance: float, now: str) -> bool:
     """A new open card; False (nothing written) when the kind already has one for this subject."""
     conn.execute(
-        "INSERT INTO curation_items (kind, subject_key, note_id, payload, importance, status, created_at, updated_at)"
+        "INSERT INTO main.curation_items (kind, subject_key, note_id, payload, importance, status, created_at, updated_at)"
         " VALUES (?, ?, ?, ?, ?, 'open', ?, ?) ON CONFLICT (kind, subject_key) DO NOTHING",
         (kind, subject_key, note_id, _json(payload), importance, now, now))
     return conn.changes() > 0
@@ -135,31 +137,54 @@ class CurationAction:
     action: str
     args: dict
     done_at: str
-    files: list[dict]  # [{path, before (None: did not exist), after_sha256 (None: deleted)}]
+    files: list[dict]  # [{path, before (None: did not exist), after_sha256 (None: deleted)}], + after while pending
     prev_status: str
     prev_answer: dict | None
     prev_snoozed_until: str | None
 
 
 def insert_action(conn: apsw.Connection, item_id: int, action: str, args: dict, files: list[dict],
-                  previous: CurationItem, now: str) -> int:
+                  previous: CurationItem, now: str, pending: bool = False) -> int:
+    """An answer's undo record; pending: its files are written after this commits (finish_action then)."""
     conn.execute(
         "INSERT INTO curation_actions (item_id, action, args, done_at, files, prev_status, prev_answer,"
-        " prev_snoozed_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        " prev_snoozed_until, pending) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (item_id, action, _json(args), now, json.dumps(files, ensure_ascii=False), previous.status,
-         _json(previous.answer), previous.snoozed_until))
+         _json(previous.answer), previous.snoozed_until, int(pending)))
     return conn.last_insert_rowid()
 
 
-def last_action(conn: apsw.Connection) -> CurationAction | None:
-    """The latest action not undone yet."""
-    row = conn.execute(
-        "SELECT action_id, item_id, action, args, done_at, files, prev_status, prev_answer, prev_snoozed_until"
-        " FROM curation_actions WHERE undone = 0 ORDER BY action_id DESC LIMIT 1").fetchone()
-    if row is None:
-        return None
+_ACTION_COLUMNS = "action_id, item_id, action, args, done_at, files, prev_status, prev_answer, prev_snoozed_until"
+
+
+def _action(row: tuple) -> CurationAction:
     return CurationAction(row[0], row[1], row[2], json.loads(row[3]), row[4], json.loads(row[5]), row[6],
                           _load(row[7]), row[8])
+
+
+def last_action(conn: apsw.Connection) -> CurationAction | None:
+    """The latest action not undone yet (and not pending: its files are still being written)."""
+    row = conn.execute(f"SELECT {_ACTION_COLUMNS} FROM curation_actions WHERE undone = 0 AND pending = 0"
+                       " ORDER BY action_id DESC LIMIT 1").fetchone()
+    return None if row is None else _action(row)
+
+
+def pending_actions(conn: apsw.Connection) -> list[CurationAction]:
+    """Answers recorded whose files were not all written (their process was killed), oldest first."""
+    return [_action(row) for row in conn.execute(
+        f"SELECT {_ACTION_COLUMNS} FROM curation_actions WHERE pending = 1 ORDER BY action_id")]
+
+
+def finish_action(conn: apsw.Connection, action_id: int, files: list[dict]) -> None:
+    """The answer's files are written: it is an ordinary undo record now (`files` as undo reads them)."""
+    conn.execute("UPDATE curation_actions SET pending = 0, files = ? WHERE action_id = ?",
+                 (json.dumps(files, ensure_ascii=False), action_id))
+
+
+def abandon_action(conn: apsw.Connection, action_id: int, previous: CurationItem, now: str) -> None:
+    """A pending answer whose files could not be written: the card as it was before, no record."""
+    set_item_state(conn, previous.item_id, previous.status, previous.answer, previous.snoozed_until, now)
+    conn.execute("DELETE FROM curation_actions WHERE action_id = ?", (action_id,))
 
 
 def mark_undone(conn: apsw.Connection, action_id: int, now: str) -> None:
@@ -206,7 +231,7 @@ def readable_chunk_vectors(conn: apsw.Connection, model_id: str) -> list[tuple[s
     return list(conn.execute(
         "SELECT c.note_id, v.embedding FROM chunks c JOIN notes n ON n.note_id = c.note_id"
         " JOIN embeddings e ON e.content_hash = c.content_hash AND e.model_id = ?"
-        " JOIN vec_chunks v ON v.rowid = e.embedding_id WHERE n.ai_processing = 1 ORDER BY c.note_id, c.seq",
+        f" JOIN vec_chunks v ON v.rowid = e.embedding_id WHERE {model_readable('n')} ORDER BY c.note_id, c.seq",
         (model_id,)))
 
 

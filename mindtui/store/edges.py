@@ -37,6 +37,14 @@ def insert_edges(conn: apsw.Connection, edges: Iterable[EdgeRow]) -> None:
     )
 
 
+def owned_signal_edges(conn: apsw.Connection, note_id: str) -> list[EdgeRow]:
+    """The signal edges a note owns (a work log's change edges): rewriting the note deletes them
+    with it (the owner's foreign key), the importer puts them back until the next graph build."""
+    return [EdgeRow(*row) for row in conn.execute(
+        "SELECT kind, scope, source_id, target_id, owner_note_id, provenance, rule_id, confidence, signal, weight,"
+        " evidence FROM main.edges WHERE owner_note_id = ? AND provenance = 'signal'", (note_id,))]
+
+
 def delete_reference_edges(conn: apsw.Connection, note_id: str) -> None:
     """Drop the explicit and type-default edges a note owns (its structure edges stay)."""
     conn.execute(

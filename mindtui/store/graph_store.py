@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import apsw
 
 from mindtui.store.edges import EdgeRow, insert_edges
+from mindtui.store.visibility import model_readable
 
 CHANGE_SIGNAL = "change"
 
@@ -108,9 +109,21 @@ def embedding_notes(conn: apsw.Connection, similarities: dict[int, float]) -> di
     for note_id, embedding_id in conn.execute(
             "SELECT c.note_id, e.embedding_id FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash"
             " JOIN notes n ON n.note_id = c.note_id"
-            f" WHERE e.embedding_id IN ({marks}) AND n.ai_processing = 1", list(similarities)):
+            f" WHERE e.embedding_id IN ({marks}) AND {model_readable('n')}", list(similarities)):
         best[note_id] = max(best.get(note_id, -1.0), similarities[embedding_id])
     return best
+
+
+def chunk_hit_count(conn: apsw.Connection, embedding_ids: list[int]) -> int:
+    """How many of these vectors are of chunks the reader sees and a model may read (not of
+    knowledge items, not of notes hidden from the reader)."""
+    if not embedding_ids:
+        return 0
+    marks = ",".join("?" * len(embedding_ids))
+    return conn.execute(
+        "SELECT count(DISTINCT e.embedding_id) FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash"
+        f" JOIN notes n ON n.note_id = c.note_id WHERE e.embedding_id IN ({marks}) AND {model_readable('n')}",
+        list(embedding_ids)).fetchone()[0]
 
 
 def signal_counts(conn: apsw.Connection, confirmed_weight: int) -> dict[str, int]:
@@ -119,7 +132,8 @@ def signal_counts(conn: apsw.Connection, confirmed_weight: int) -> dict[str, int
         " count(*) FILTER (WHERE provenance = 'explicit' AND kind = 'links_to'),"
         " count(*) FILTER (WHERE provenance = 'explicit' AND kind != 'links_to'),"
         " count(*) FILTER (WHERE provenance = 'rule'),"
-        " count(*) FILTER (WHERE signal = ?)"
+        # A pair's change edges of several work logs are one pair.
+        " count(DISTINCT CASE WHEN signal = ? THEN source_id || char(0) || target_id END)"
         " FROM edges WHERE scope = 'note'", (CHANGE_SIGNAL,)).fetchone()
     pairs = conn.execute("SELECT count(*), count(*) FILTER (WHERE weight >= ?) FROM search_pairs",
                          (confirmed_weight,)).fetchone()

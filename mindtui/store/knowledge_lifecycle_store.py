@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import apsw
 
 from mindtui.store import knowledge_store
+from mindtui.store.visibility import model_readable
 
 CALLOUT_MARK = "#callout:"  # a callout item's source_id: '<note_id>#callout:<type>:<ordinal>'
 WRITER_KINDS = ("unresolved_entity", "duplicate", "contradiction", "missing_quote")
@@ -80,7 +81,7 @@ def callout_chunks(conn: apsw.Connection) -> list[CalloutChunk]:
     """Chunks that may hold a callout, of notes a model may read (ai_processing on), in note order."""
     return [CalloutChunk(*row) for row in conn.execute(
         "SELECT c.note_id, c.seq, c.text FROM main.chunks c JOIN main.notes n ON n.note_id = c.note_id"
-        " WHERE n.ai_processing = 1 AND instr(c.text, '[!') > 0 ORDER BY c.note_id, c.seq")]
+        f" WHERE {model_readable('n')} AND instr(c.text, '[!') > 0 ORDER BY c.note_id, c.seq")]
 
 
 def note_consent(conn: apsw.Connection) -> dict[str, tuple[bool, str]]:
@@ -217,7 +218,7 @@ def entity_notes_without_knowledge(conn: apsw.Connection, types: tuple[str, ...]
         f"SELECT n.note_id, n.path, n.title, n.type, (SELECT count(DISTINCT e.source_id) FROM main.edges e"
         f" WHERE e.scope = 'note' AND e.target_id = n.note_id AND e.source_id != n.note_id"
         f" AND e.provenance IN ('explicit', 'rule')) FROM main.notes n WHERE n.type IN ({marks})"
-        f" AND n.ai_processing = 1 AND NOT EXISTS (SELECT 1 FROM main.knowledge_items k"
+        f" AND {model_readable('n')} AND NOT EXISTS (SELECT 1 FROM main.knowledge_items k"
         f" WHERE k.about_note_id = n.note_id AND k.is_current = 1 AND k.status = 'confirmed') ORDER BY n.path",
         tuple(types))]
 

@@ -112,21 +112,6 @@ def current_on_subject(conn: apsw.Connection, about_note_id: str | None, topic_k
     return [_item(row) for row in rows]
 
 
-@dataclass(frozen=True)
-class NoteName:
-    note_id: str
-    path: str
-    title: str
-    aliases: list[str]
-    type: str
-
-
-def note_name_rows(conn: apsw.Connection) -> list[NoteName]:
-    """Every note's names and type (what an `about` name is resolved against)."""
-    return [NoteName(nid, path, title, json.loads(aliases), type_) for nid, path, title, aliases, type_ in
-            conn.execute("SELECT note_id, path, title, aliases, type FROM notes ORDER BY path")]
-
-
 def card_by_subject(conn: apsw.Connection, kind: str, subject_key: str) -> tuple[int, str] | None:
     """(card id, status) of the curation card of this kind and subject, if any."""
     row = conn.execute("SELECT item_id, status FROM main.curation_items WHERE kind = ? AND subject_key = ?",

@@ -6,6 +6,9 @@ import apsw
 
 # The embedding model whose vectors the store holds (written by the embedding sweep).
 EMBEDDING_MODEL_KEY = "embedding_model"
+# How many texts the last embedding sweep left for the next run (its budget stopped it): searches
+# say that much of the vault is found by full text only meanwhile.
+EMBED_REMAINING_KEY = "embed_remaining"
 # The vault folder the last import read (absolute), where a note's file is found again.
 VAULT_KEY = "vault_root"
 # privacy.private_paths as the last import applied them to notes.private.

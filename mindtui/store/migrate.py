@@ -1,4 +1,5 @@
-"""Schema migrations: numbered files NNNN_name.sql, one transaction each, keyed on user_version."""
+"""Schema migrations: numbered files NNNN_name.sql, one transaction each, keyed on user_version
+(read inside the transaction that applies the next one)."""
 
 from __future__ import annotations
 
@@ -55,20 +56,51 @@ def check_schema_version(conn: apsw.Connection, path: Path | str, latest: int | 
     return current
 
 
+def require_current_schema(conn: apsw.Connection, path: Path | str, why: str) -> int:
+    """For a connection that must not migrate (an agent's, a read-only file's): the schema must be
+    this mindtui's already. `why` says why this connection does not upgrade it."""
+    from mindtui.store.connection import DatabaseOutdatedError
+
+    latest = latest_version()
+    current = check_schema_version(conn, path, latest)
+    if current < latest:
+        raise DatabaseOutdatedError(
+            f"{path}: database schema version {current} is older than this mindtui's ({latest}) and {why}; "
+            f"upgrade it with any owner command on a writable file (`mindtui status --db {path}`, the TUI or "
+            "the nightly job), then try again. Nothing was changed."
+        )
+    return current
+
+
 def apply_migrations(conn: apsw.Connection, path: Path | str = "", migrations: list[Migration] | None = None) -> list[str]:
-    """Apply every migration above the file's user_version, each in its own transaction."""
+    """Apply every migration above the file's user_version, each in its own transaction.
+
+    The version is read again inside each migration's `BEGIN IMMEDIATE` (the write lock): two
+    openers that both saw an old version (the TUI's workers after an upgrade, the TUI and the
+    nightly job) take turns, and the second finds the work done instead of applying it twice.
+    """
     from mindtui.store.connection import APPLICATION_ID
 
     migrations = load_migrations() if migrations is None else migrations
-    current = check_schema_version(conn, path, latest=len(migrations))
+    latest = len(migrations)
+    if check_schema_version(conn, path, latest=latest) == latest:
+        return []  # the common case needs no write lock
     applied: list[str] = []
-    for migration in migrations:
-        if migration.version <= current:
-            continue
-        with conn:  # one transaction: a failed migration leaves the previous version intact
+    while True:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            current = check_schema_version(conn, path, latest=latest)
+            if current == latest:
+                conn.execute("COMMIT")
+                return applied
+            migration = migrations[current]  # numbered 1.. without gaps: the one above `current`
             conn.execute(migration.sql)
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID:d}")
             # PRAGMA takes no bound parameters; the value is an int we produced ourselves.
             conn.execute(f"PRAGMA user_version = {migration.version:d}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")  # a failed migration leaves the previous version intact
+            raise
         applied.append(migration.name)
-    return applied

@@ -8,6 +8,9 @@ from typing import Iterable
 
 import apsw
 
+from mindtui.store.names import insert_names
+from mindtui.store.visibility import model_readable
+
 
 @dataclass(frozen=True)
 class NoteState:
@@ -80,6 +83,7 @@ class LinkRecord:
     resolution: str
     resolved_note_id: str | None
     detail: str
+    candidates: tuple[str, ...] = ()  # an ambiguous link's notes (their ids, sorted)
 
     @property
     def target_note_id(self) -> str:  # the vault.edges ResolvedReference protocol
@@ -120,6 +124,7 @@ def insert_note(conn: apsw.Connection, note: NoteRecord) -> None:
             json.dumps(note.warnings, ensure_ascii=False), note.indexed_at, note.parsed_with,
         ),
     )
+    insert_names(conn, note.note_id, note.path, note.title, note.aliases)
 
 
 def insert_chunks(conn: apsw.Connection, note_id: str, chunks: Iterable[ChunkRecord]) -> None:
@@ -140,11 +145,12 @@ def insert_chunks(conn: apsw.Connection, note_id: str, chunks: Iterable[ChunkRec
 def insert_links(conn: apsw.Connection, note_id: str, links: Iterable[LinkRecord]) -> None:
     conn.executemany(
         "INSERT INTO note_links (note_id, seq, relation, signal, rule_id, confidence, target_raw,"
-        " target_path, subpath, is_embed, line, evidence, resolution, resolved_note_id, detail)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        " target_path, subpath, is_embed, line, evidence, resolution, resolved_note_id, detail, candidates)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         [
             (note_id, l.seq, l.relation, l.signal, l.rule_id, l.confidence, l.target_raw, l.target_path,
-             l.subpath, int(l.is_embed), l.line, l.evidence, l.resolution, l.resolved_note_id, l.detail)
+             l.subpath, int(l.is_embed), l.line, l.evidence, l.resolution, l.resolved_note_id, l.detail,
+             json.dumps(list(l.candidates)))
             for l in links
         ],
     )
@@ -154,7 +160,7 @@ def load_links(conn: apsw.Connection, note_id: str | None = None) -> dict[str, l
     """References grouped by owner note (all notes, or one)."""
     sql = (
         "SELECT note_id, seq, relation, signal, rule_id, confidence, target_raw, target_path, subpath,"
-        " is_embed, line, evidence, resolution, resolved_note_id, detail FROM note_links"
+        " is_embed, line, evidence, resolution, resolved_note_id, detail, candidates FROM note_links"
     )
     args: tuple = ()
     if note_id is not None:
@@ -164,15 +170,16 @@ def load_links(conn: apsw.Connection, note_id: str | None = None) -> dict[str, l
     for row in conn.execute(sql + " ORDER BY note_id, seq", args):
         grouped.setdefault(row[0], []).append(
             LinkRecord(row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], bool(row[9]),
-                       row[10], row[11], row[12], row[13], row[14])
+                       row[10], row[11], row[12], row[13], row[14], tuple(json.loads(row[15])))
         )
     return grouped
 
 
 def update_link_resolutions(conn: apsw.Connection, note_id: str, links: Iterable[LinkRecord]) -> None:
     conn.executemany(
-        "UPDATE note_links SET resolution = ?, resolved_note_id = ?, detail = ? WHERE note_id = ? AND seq = ?",
-        [(l.resolution, l.resolved_note_id, l.detail, note_id, l.seq) for l in links],
+        "UPDATE note_links SET resolution = ?, resolved_note_id = ?, detail = ?, candidates = ?"
+        " WHERE note_id = ? AND seq = ?",
+        [(l.resolution, l.resolved_note_id, l.detail, json.dumps(list(l.candidates)), note_id, l.seq) for l in links],
     )
 
 
@@ -231,7 +238,7 @@ def resolved_link_paths(conn: apsw.Connection, wikilinks_only: bool = False,
     """
     only = " AND l.signal = 'wikilink' AND l.is_embed = 0" if wikilinks_only else ""
     if model_readable_sources:
-        only += " AND s.ai_processing = 1"
+        only += f" AND {model_readable('s')}"
     links: dict[str, set[str]] = {}
     for source, target in conn.execute(
             "SELECT s.path, t.path FROM note_links l JOIN notes s ON s.note_id = l.note_id"

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import apsw
 
+from mindtui.store.visibility import model_readable, open_to_agents, seen_by_reader
+
 # BM25 column weights: title (with aliases) and headings count more than body text.
 FTS_WEIGHTS = (5.0, 3.0, 1.0)
 
@@ -94,7 +96,7 @@ def _row_owners(conn: apsw.Connection, rowids: list[int], restricted: bool = Fal
         lenders_visible = "" if not restricted else (
             " AND NOT EXISTS (SELECT 1 FROM main.note_links l JOIN main.notes s ON s.note_id = l.note_id"
             " WHERE l.resolved_note_id = a.note_id AND l.resolution = 'resolved' AND l.note_id != a.note_id"
-            " AND s.private = 0 AND s.ai_processing = 1 AND NOT EXISTS (SELECT 1 FROM notes v WHERE v.note_id = s.note_id))")
+            f" AND {open_to_agents('s')} AND NOT {seen_by_reader('s.note_id')})")
         owners.update((-anchor_id, note_id) for anchor_id, note_id in conn.execute(
             "SELECT a.anchor_id, a.note_id FROM note_anchors a JOIN notes n ON n.note_id = a.note_id"
             f" WHERE a.anchor_id IN ({','.join('?' * len(anchor_ids))}){lenders_visible}", anchor_ids))
@@ -111,11 +113,21 @@ def chunks_for_embeddings(conn: apsw.Connection, similarities: dict[int, float],
     rows = conn.execute(
         "SELECT c.chunk_id, c.note_id, e.embedding_id FROM embeddings e"
         " JOIN chunks c ON c.content_hash = e.content_hash JOIN notes n ON n.note_id = c.note_id"
-        f" WHERE e.embedding_id IN ({marks}) AND n.ai_processing = 1{where}",
+        f" WHERE e.embedding_id IN ({marks}) AND {model_readable('n')}{where}",
         (*similarities, *args),
     )
     hits = [ChunkHit(chunk_id, note_id, similarities[embedding_id]) for chunk_id, note_id, embedding_id in rows]
     return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
+
+
+def chunk_vectors_passing(model_id: str, note_type: str | None = None, tag: str | None = None,
+                          path_prefix: str | None = None) -> tuple[str, list]:
+    """The subquery (SQL, arguments) of the embedding ids of the model's chunk vectors that the
+    reader sees, a model may read and the filters let through (for vectors.knn_within)."""
+    where, args = _filters(note_type, tag, path_prefix)
+    return ("SELECT e.embedding_id FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash"
+            f" JOIN notes n ON n.note_id = c.note_id WHERE e.model_id = ? AND {model_readable('n')}{where}",
+            [model_id, *args])
 
 
 def note_facts(conn: apsw.Connection, note_ids: list[str]) -> dict[str, NoteFacts]:
@@ -232,3 +244,17 @@ def notes_passing(conn: apsw.Connection, note_ids: list[str], note_type: str | N
         passing.update(row[0] for row in conn.execute(
             f"SELECT n.note_id FROM notes n WHERE n.note_id IN ({marks}){where}", (*batch, *args)))
     return passing
+
+
+def fts_note_count(conn: apsw.Connection, expression: str, note_type: str | None = None, tag: str | None = None,
+                   path_prefix: str | None = None, anchors: bool = True) -> int:
+    """How many notes the full-text expression matches (by a chunk, or by anchor text when
+    `anchors`), through the connection's `chunks` and `notes`: what a list of results can reach."""
+    where, args = _filters(note_type, tag, path_prefix)
+    by_anchor = "" if not anchors else (
+        " UNION SELECT a.note_id FROM chunks_fts JOIN note_anchors a ON a.anchor_id = -chunks_fts.rowid"
+        f" JOIN notes n ON n.note_id = a.note_id WHERE chunks_fts MATCH ? AND chunks_fts.rowid < 0{where}")
+    sql = ("SELECT count(*) FROM (SELECT c.note_id FROM chunks_fts JOIN chunks c ON c.chunk_id = chunks_fts.rowid"
+           f" JOIN notes n ON n.note_id = c.note_id WHERE chunks_fts MATCH ?{where}{by_anchor})")
+    params = (expression, *args, *((expression, *args) if anchors else ()))
+    return conn.execute(sql, params).fetchone()[0]

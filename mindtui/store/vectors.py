@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import apsw
 import numpy as np
+
+from mindtui.store.visibility import model_readable
 
 VECTOR_DIM = 384  # fixed by migration 0002's vec0 column
 
@@ -26,36 +28,47 @@ class PendingText:
 _EMBEDDABLE_ITEMS = (
     "SELECT k.content_hash, k.title, k.body, k.item_id FROM knowledge_items k WHERE k.is_current = 1"
     " AND (k.source_note_id IS NULL OR NOT EXISTS (SELECT 1 FROM notes n WHERE n.note_id = k.source_note_id"
-    " AND n.ai_processing = 0))")
+    f" AND NOT ({model_readable('n')})))")
 
 
-def pending_texts(conn: apsw.Connection, model_id: str) -> list[PendingText]:
-    """Distinct chunk texts with no vector for `model_id` (notes with ai_processing off excluded),
-    then the texts of knowledge items with none."""
+def pending_items(conn: apsw.Connection, model_id: str) -> list[PendingText]:
+    """The texts of current knowledge items with no vector for `model_id` (few: read whole)."""
+    return [PendingText(content_hash, title, "", body, 1) for content_hash, title, body, _item_id in conn.execute(
+        f"SELECT i.* FROM ({_EMBEDDABLE_ITEMS}) i WHERE NOT EXISTS ("
+        " SELECT 1 FROM embeddings e WHERE e.model_id = ? AND e.content_hash = i.content_hash)"
+        " GROUP BY i.content_hash ORDER BY min(i.item_id)", (model_id,))]
+
+
+def pending_chunk_page(conn: apsw.Connection, model_id: str, limit: int) -> list[PendingText]:
+    """The next `limit` distinct chunk texts with no vector for `model_id`, the most recently edited
+    note's first (notes with ai_processing off excluded). Each call reads what is still pending, so
+    the sweep holds one page in memory however large the vault, and a killed sweep resumes in the
+    same order."""
     rows = conn.execute(
         "SELECT c.content_hash, n.title, c.heading_path, c.text, count(*) FROM chunks c"
         " JOIN notes n ON n.note_id = c.note_id"
-        " WHERE n.ai_processing = 1 AND NOT EXISTS ("
+        f" WHERE {model_readable('n')} AND NOT EXISTS ("
         "   SELECT 1 FROM embeddings e WHERE e.model_id = ? AND e.content_hash = c.content_hash)"
-        " GROUP BY c.content_hash ORDER BY min(c.chunk_id)",
-        (model_id,),
+        " GROUP BY c.content_hash ORDER BY max(n.mtime_ns) DESC, min(c.chunk_id) LIMIT ?",
+        (model_id, limit),
     )
-    pending = [PendingText(*row) for row in rows]
-    seen = {p.content_hash for p in pending}
-    for content_hash, title, body, _item_id in conn.execute(
-            f"SELECT i.* FROM ({_EMBEDDABLE_ITEMS}) i WHERE NOT EXISTS ("
-            " SELECT 1 FROM embeddings e WHERE e.model_id = ? AND e.content_hash = i.content_hash) ORDER BY i.item_id",
-            (model_id,)):
-        if content_hash not in seen:
-            seen.add(content_hash)
-            pending.append(PendingText(content_hash, title, "", body, 1))
-    return pending
+    return [PendingText(*row) for row in rows]
+
+
+def pending_count(conn: apsw.Connection, model_id: str) -> int:
+    """How many distinct texts (chunk texts and knowledge items) still lack a vector."""
+    chunk_texts = conn.execute(
+        "SELECT count(DISTINCT c.content_hash) FROM chunks c JOIN notes n ON n.note_id = c.note_id"
+        " WHERE n.ai_processing = 1 AND NOT EXISTS ("
+        "   SELECT 1 FROM embeddings e WHERE e.model_id = ? AND e.content_hash = c.content_hash)",
+        (model_id,)).fetchone()[0]
+    return chunk_texts + len(pending_items(conn, model_id))
 
 
 def chunk_coverage(conn: apsw.Connection, model_id: str) -> dict[str, int]:
     row = conn.execute(
         "SELECT count(*),"
-        " count(*) FILTER (WHERE n.ai_processing = 0),"
+        f" count(*) FILTER (WHERE NOT ({model_readable('n')})),"
         " count(*) FILTER (WHERE EXISTS (SELECT 1 FROM embeddings e"
         "                  WHERE e.model_id = ? AND e.content_hash = c.content_hash))"
         " FROM chunks c JOIN notes n ON n.note_id = c.note_id",
@@ -91,7 +104,7 @@ def delete_orphans(conn: apsw.Connection, model_id: str) -> int:
     """Vectors whose text no longer belongs to any chunk or current knowledge item that may be embedded."""
     conn.execute(
         "DELETE FROM embeddings WHERE model_id = ? AND content_hash NOT IN ("
-        " SELECT c.content_hash FROM chunks c JOIN notes n ON n.note_id = c.note_id WHERE n.ai_processing = 1)"
+        f" SELECT c.content_hash FROM chunks c JOIN notes n ON n.note_id = c.note_id WHERE {model_readable('n')})"
         f" AND content_hash NOT IN (SELECT i.content_hash FROM ({_EMBEDDABLE_ITEMS}) i)",
         (model_id,),
     )
@@ -104,9 +117,47 @@ class VectorHit:
     distance: float  # cosine distance: 1 - cosine similarity
 
 
+MAX_K = 4096  # sqlite-vec's limit on `k`
+
+
 def knn(conn: apsw.Connection, query: np.ndarray, k: int) -> list[VectorHit]:
     rows = conn.execute(
         "SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-        (np.asarray(query, dtype=np.float32).tobytes(), int(k)),
+        (np.asarray(query, dtype=np.float32).tobytes(), min(int(k), MAX_K)),
     )
     return [VectorHit(rowid, distance) for rowid, distance in rows]
+
+
+def knn_within(conn: apsw.Connection, query: np.ndarray, k: int, allowed: tuple[str, Sequence] | None = None
+               ) -> list[VectorHit]:
+    """The KNN over only the vectors whose rowids `allowed` (SQL of a subquery, its arguments)
+    returns; by default those of chunks the connection sees (an agent's hides its notes) that a
+    model may read."""
+    sql, args = allowed or (READABLE_CHUNK_VECTORS, ())
+    rows = conn.execute(
+        f"SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? AND rowid IN ({sql})"
+        " ORDER BY distance", (np.asarray(query, dtype=np.float32).tobytes(), min(int(k), MAX_K), *args))
+    return [VectorHit(rowid, distance) for rowid, distance in rows]
+
+
+READABLE_CHUNK_VECTORS = (
+    "SELECT e.embedding_id FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash"
+    f" JOIN notes n ON n.note_id = c.note_id WHERE {model_readable('n')}")
+
+
+def knn_refilled(conn: apsw.Connection, query: np.ndarray, k: int, enough: Callable[[list[VectorHit]], bool],
+                 allowed: tuple[str, Sequence] | None = None) -> list[VectorHit]:
+    """The nearest vectors until `enough(hits)` says the caller has what it needs or the index
+    has no more. The plain KNN sees every vector: chunks of notes the reader may not see,
+    knowledge items, a filter's misses can crowd its first `k`. Then the KNN runs again over only
+    the vectors that count (`allowed`, see knn_within), asking for twice as many each time it
+    is not enough, up to sqlite-vec's limit on k."""
+    k = max(1, int(k))
+    hits = knn(conn, query, k)
+    if enough(hits) or len(hits) < min(k, MAX_K):
+        return hits
+    while True:
+        hits = knn_within(conn, query, k, allowed)
+        if enough(hits) or len(hits) < min(k, MAX_K) or k >= MAX_K:
+            return hits
+        k *= 2

@@ -8,14 +8,19 @@ the day it is written. What an agent connection never sees:
 
 - notes that are private or have `ai_processing: none`, their chunks (so full-text and vector
   hits of them map to nothing), their references and every edge that touches them;
+- their effect on what it sees: a link is what it would be without them (to a hidden note:
+  missing; ambiguous between one visible note and hidden ones: resolved to the visible one),
+  so no count moves with a hidden note;
 - change-graph nodes outside the index (`path:...`: their privacy is unknown, so fail-closed);
+  the change edges of a hidden work log (each is owned by its log; one with no owner, fail-closed);
   change-graph evidence is cut to the session keys (the work-log row may name hidden notes);
 - search pairs with a hidden end; other audiences' logged queries; job reports and errors
   (they carry file paths and warnings of every note); the curation queue (the owner's);
-- knowledge items that are private, stated in a hidden note or about one, their sources, and
-  the writer's decision log (the owner's);
+- knowledge items that are private, stated in a hidden note or about one, their sources, the
+  `superseded_by` that names one, and the writer's decision log (the owner's);
 
-Writes from an agent connection name `main.` tables explicitly (only the search log does).
+Writes from an agent connection name `main.` tables explicitly (the search log; the knowledge
+writer, which decides an agent's proposals on such a connection so that no rule sees a hidden item).
 Links to hidden notes inside visible text are redacted by the service (`hidden_note_names`).
 """
 
@@ -29,13 +34,33 @@ from mindtui.audience import Audience
 from mindtui.text.globs import excluded_by
 from mindtui.text.names import exact_key
 
+# The hidden-note rule, written here only: other store modules take their SQL from these.
+
+def model_readable(note: str) -> str:
+    """SQL: a model may read the text of the `notes` row aliased `note` (embedder, reranker,
+    extraction): its `ai_processing` is not `none`, whatever the audience."""
+    return f"{note}.ai_processing = 1"
+
+
+def open_to_agents(note: str) -> str:
+    """SQL: by the flags stored at import, an agent may see the `notes` row aliased `note`
+    (rows built at import for agents to read, such as anchor text, are built from these)."""
+    return f"{note}.private = 0 AND {model_readable(note)}"
+
+
+def seen_by_reader(note_id: str) -> str:
+    """SQL: the connection that runs the query sees the note `note_id` (its `notes`: an agent's
+    hide what `restrict` hides, an owner's show every note)."""
+    return f"EXISTS (SELECT 1 FROM notes v WHERE v.note_id = {note_id})"
+
+
 # The one definition of a note an agent may see, for a `main.notes` row aliased `n`. Besides
 # the flags stored at import, the reader's own privacy.private_paths apply at once (a folder
 # added to the setting is hidden before the next import), through a function each agent
 # connection registers (left out of the SQL when there are no such paths: it costs a Python
 # call per row).
 PRIVATE_PATH_FUNCTION = "mindtui_private_path"
-AGENT_VISIBLE = "n.private = 0 AND n.ai_processing = 1"
+AGENT_VISIBLE = open_to_agents("n")
 
 
 def _agent_visible(private_paths: tuple[str, ...]) -> str:
@@ -58,21 +83,46 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
         return (f"NOT EXISTS (SELECT 1 FROM main.notes n WHERE n.note_id IN ({', '.join(columns)})"
                 f" AND NOT ({visible_note}))")
 
+    def _visible_item(alias: str) -> str:
+        return (f"{alias}.visibility = 'shared'"
+                f" AND ({alias}.source_note_id IS NULL OR {_visible(alias + '.source_note_id')})"
+                f" AND ({alias}.about_note_id IS NULL OR {_visible(alias + '.about_note_id')})")
+
+    item_columns = _columns(conn, "knowledge_items", "k", {
+        # A visible item superseded by one the agent may not see was, to the agent, just ended.
+        "superseded_by": "CASE WHEN EXISTS (SELECT 1 FROM main.knowledge_items s WHERE s.item_id = k.superseded_by"
+                         f" AND {_visible_item('s')}) THEN k.superseded_by END"})
     edge_columns = _columns(conn, "edges", "e", {
         "evidence": "CASE WHEN e.signal = 'change' AND instr(e.evidence, ' · ') > 0"
                     " THEN substr(e.evidence, 1, instr(e.evidence, ' · ') - 1) ELSE e.evidence END"})
-    link_columns = _columns(conn, "note_links", "l", {"detail": "''"})
+    # A link is to an agent what it would be without the notes it may not see: one that resolves
+    # to a hidden note is missing; an ambiguous one among visible and hidden notes resolves to the
+    # one visible candidate, is missing with none, stays ambiguous with several.
+    visible_candidates = f"(SELECT count(*) FROM json_each(l.candidates) j WHERE {_visible('j.value')})"
+    hidden_candidate = (f"(l.resolution = 'ambiguous' AND EXISTS (SELECT 1 FROM json_each(l.candidates) j"
+                        f" WHERE NOT {_visible('j.value')}))")
+    to_hidden = f"(l.resolved_note_id IS NOT NULL AND NOT {_visible('l.resolved_note_id')})"
+    link_columns = _columns(conn, "note_links", "l", {
+        "detail": "''", "candidates": "'[]'",
+        "resolution": f"CASE WHEN {to_hidden} THEN 'missing' WHEN {hidden_candidate} THEN CASE {visible_candidates}"
+                      " WHEN 0 THEN 'missing' WHEN 1 THEN 'resolved' ELSE 'ambiguous' END ELSE l.resolution END",
+        "resolved_note_id": f"CASE WHEN {to_hidden} THEN NULL WHEN {hidden_candidate} AND {visible_candidates} = 1"
+                            f" THEN (SELECT j.value FROM json_each(l.candidates) j WHERE {_visible('j.value')})"
+                            " ELSE l.resolved_note_id END"})
     job_columns = _columns(conn, "job_runs", "e", {
         "report": "'{}'",
         "error": "CASE WHEN e.error IS NULL THEN NULL ELSE 'failed (details for the owner only)' END"})
     return [
         f"CREATE TEMP VIEW notes AS SELECT n.* FROM main.notes n WHERE {visible_note}",
         f"CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE {_visible('c.note_id')}",
+        f"CREATE TEMP VIEW note_names AS SELECT k.* FROM main.note_names k WHERE {_visible('k.note_id')}",
         # `detail` may list the candidates of an ambiguous link, hidden ones among them.
-        f"CREATE TEMP VIEW note_links AS SELECT {link_columns} FROM main.note_links l WHERE "
-        f"{_visible('l.note_id')} AND (l.resolved_note_id IS NULL OR {_visible('l.resolved_note_id')})",
+        f"CREATE TEMP VIEW note_links AS SELECT {link_columns} FROM main.note_links l WHERE {_visible('l.note_id')}",
+        # A change edge is owned by its work log: hidden with it, and with no owner (a log outside
+        # the index, or a graph built before edges had owners) its log's privacy is unknown.
         f"CREATE TEMP VIEW edges AS SELECT {edge_columns} FROM main.edges e WHERE"
-        " e.source_id NOT LIKE 'path:%' AND e.target_id NOT LIKE 'path:%' AND "
+        " e.source_id NOT LIKE 'path:%' AND e.target_id NOT LIKE 'path:%'"
+        " AND NOT (e.signal = 'change' AND e.owner_note_id IS NULL) AND "
         + _hidden_any("e.source_id", "e.target_id", "e.owner_note_id"),
         "CREATE TEMP VIEW search_pairs AS SELECT p.* FROM main.search_pairs p WHERE "
         f"{_visible('p.note_a')} AND {_visible('p.note_b')}",
@@ -83,9 +133,7 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
         "CREATE TEMP VIEW curation_actions AS SELECT a.* FROM main.curation_actions a WHERE 0",
         # Knowledge items: shared ones only, and only while their source note and the note they are
         # about are visible (an item stated in or about a hidden note would tell what it says).
-        "CREATE TEMP VIEW knowledge_items AS SELECT k.* FROM main.knowledge_items k WHERE k.visibility = 'shared'"
-        f" AND (k.source_note_id IS NULL OR {_visible('k.source_note_id')})"
-        f" AND (k.about_note_id IS NULL OR {_visible('k.about_note_id')})",
+        f"CREATE TEMP VIEW knowledge_items AS SELECT {item_columns} FROM main.knowledge_items k WHERE {_visible_item('k')}",
         "CREATE TEMP VIEW knowledge_sources AS SELECT s.* FROM main.knowledge_sources s WHERE"
         " EXISTS (SELECT 1 FROM temp.knowledge_items k WHERE k.item_id = s.item_id) AND (s.source_type != 'note' OR "
         + _visible("substr(s.source_id, 1, instr(s.source_id, '#') - 1)") + ")",

@@ -7,7 +7,9 @@ line every screen shows; it loads the embedding model in the background after th
 
 from __future__ import annotations
 
+import sys
 import threading
+from functools import partial
 from typing import TYPE_CHECKING, Iterable
 
 from textual import on, work
@@ -21,12 +23,13 @@ from mindtui.config import Settings
 from mindtui.tui.curation_screen import CurationScreen
 from mindtui.tui.help_screen import HelpScreen
 from mindtui.tui.jobs_screen import JobsScreen
+from mindtui.tui.key_order import KeepsKeyOrder
 from mindtui.tui.lazy import service_api
 from mindtui.tui.knowledge_screen import KnowledgeScreen
 from mindtui.tui.note_screen import NoteScreen
 from mindtui.tui.search_screen import DEBOUNCE_S, SearchScreen
 from mindtui.tui.status import StatusInfo, status_line
-from mindtui.tui.worker_errors import ReportsWorkerErrors
+from mindtui.tui.worker_errors import ReportsWorkerErrors, error_text, traceback_text
 
 if TYPE_CHECKING:
     from mindtui.service import Service
@@ -51,7 +54,7 @@ class VaultChanged(Message):
         self.change = change
 
 
-class MindtuiApp(ReportsWorkerErrors, App[int]):
+class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
     TITLE = "mindtui"
     CSS_PATH = "app.tcss"
     MODES = {"search": SearchScreen, "note": NoteScreen, "curation": CurationScreen, "jobs": JobsScreen,
@@ -63,8 +66,11 @@ class MindtuiApp(ReportsWorkerErrors, App[int]):
         Binding("q", "quit", "Quit", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("f1", "help", "Help", show=False),
-        *[Binding(key, f"mode('{mode}')", label, show=False) for mode, key, label in MODE_KEYS],
-        *[Binding(str(number), f"mode('{mode}')", label, show=False)
+        *[Binding(key, f"mode('{mode}')", f"{label} mode", show=False) for mode, key, label in MODE_KEYS],
+        # alt+N has a character: without priority a focused text field would type it.
+        *[Binding(f"alt+{number}", f"mode('{mode}')", f"{label} mode", show=False, priority=True)
+          for number, (mode, _, label) in enumerate(MODE_KEYS, start=1)],
+        *[Binding(str(number), f"mode('{mode}')", f"{label} mode", show=False)
           for number, (mode, _, label) in enumerate(MODE_KEYS, start=1)],
     ]
 
@@ -93,6 +99,8 @@ class MindtuiApp(ReportsWorkerErrors, App[int]):
         self.status_info: StatusInfo | None = None
         self.pending_note: str | None = None  # the note the Note mode shows next
         self.pending_item: int | None = None  # the knowledge item the Knowledge mode selects next
+        self.errors: list[str] = []  # tracebacks of errors the app survived: written to stderr at exit
+        self.jobs: list = []  # the JobProcess children started from the Jobs mode
 
     # -- lifetime ------------------------------------------------------------------------
     @property
@@ -115,6 +123,27 @@ class MindtuiApp(ReportsWorkerErrors, App[int]):
         if self.load_model:
             # After the first paint: the screen is up before llama.cpp starts reading the model.
             self.call_after_refresh(self.preload_model)
+
+    def report_error(self, node, error: Exception) -> None:
+        """An exception in a handler or action of `node` (see worker_errors.SurvivesErrors): said
+        in a notification, kept for stderr; the app and the node go on."""
+        self.errors.append(traceback_text(error))
+        where = type(node).__name__.removesuffix("Screen") or "app"
+        self.notify(f"{where}: {error_text(error)} (the app goes on; the details are printed when it exits)",
+                    title="error", severity="error", timeout=10)
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An error the app cannot survive (outside any handler): Textual exits with code 1; a job
+        child started here is told to stop at its next safe point first (it would run on unseen)."""
+        self.stop_jobs()
+        super()._handle_exception(error)
+
+    def stop_jobs(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop(timeout=0)  # its run in progress stops at its next safe point
+        for process in self.jobs:
+            if process.running:
+                process.cancel()
 
     def on_unmount(self) -> None:
         if self.watcher is not None:
@@ -199,13 +228,26 @@ class MindtuiApp(ReportsWorkerErrors, App[int]):
             self.switch_mode("knowledge")
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Every action of every mode, by name: run in its mode (switched to first)."""
         yield from super().get_system_commands(screen)
         for mode, key, label in MODE_KEYS:
             yield SystemCommand(f"Mode: {label}", f"switch to the {label} mode ({key})",
                                 lambda mode=mode: self.action_mode(mode))
         yield SystemCommand("Help: key bindings", "every key of this screen and the app (? or F1)", self.action_help)
-        for name, description, action in getattr(screen, "palette_commands", lambda: [])():
-            yield SystemCommand(name, description, action)
+        for mode, screen_class in self.MODES.items():
+            for name, description, action in screen_class.PALETTE:
+                yield SystemCommand(name, description, partial(self.run_in_mode, mode, action))
+        service = sys.modules.get("mindtui.service")  # not imported yet in the first moments: later then
+        for kind, actions in (service.curation_kind_actions() if service else {}).items():
+            for action in actions:
+                yield SystemCommand(f"Card: {action['name']} ({kind.replace('_', ' ')})",
+                                    f"{action['description']} ({action['key']})",
+                                    partial(self.run_in_mode, "curation", f"card('{kind}', '{action['name']}')"))
+
+    async def run_in_mode(self, mode: str, action: str) -> None:
+        if mode != self.current_mode:
+            await self.switch_mode(mode)
+        await self.screen.run_action(action)
 
 
 def make_app(settings: Settings, *, service: "Service | None" = None, load_model: bool = True,

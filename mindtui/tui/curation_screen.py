@@ -1,6 +1,8 @@
 """Curation mode: the queue of things mindtui is unsure about, most important first, one key
 per action. The card's own actions come from the service (a kind added later brings its
-actions along); `u` undoes the last action, file change included.
+actions along); `u` undoes the last action, file change included. An action that writes vault
+files beyond one added link (marked `confirm`) shows the service's dry run of its writes first
+and applies on `y` (ConfirmWrites); database-only answers take their one key.
 """
 
 from __future__ import annotations
@@ -15,11 +17,40 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from mindtui.tui.confirm_writes import ConfirmWrites
 from mindtui.tui.picker import Choice, NoteSearchPicker, PickerScreen, TextPrompt
-from mindtui.tui.status import StatusBar
+from mindtui.tui.status import StatusBar, cut
 from mindtui.tui.worker_errors import ReportsWorkerErrors
 
 QUEUE_LIMIT = 500
+
+
+SHORT_KINDS = {"unresolved_link": "unresolved", "ambiguous_link": "ambiguous", "link_suggestion": "suggested",
+               "mass_edit": "mass edit", "unresolved_entity": "entity", "duplicate": "dup",
+               "contradiction": "contra", "missing_quote": "quote", "gap_question": "gap", "stale": "stale"}
+
+
+def counts_header(counts: dict[str, int], kind: str | None, shown: int, width: int) -> str:
+    """The queue's header in `width` columns: every kind with its count, the names abbreviated
+    (then the spacing) when they do not fit, never a kind left out."""
+    total = sum(counts.values())
+    if kind:
+        for name in (kind.replace("_", " "), SHORT_KINDS.get(kind, kind)):
+            for hint in (" (ctrl+t: next kind)", " (ctrl+t)", ""):
+                header = f"showing {name}: {shown} of {total} open{hint}"
+                if len(header) <= width:
+                    return header
+        return cut(header, width)
+    present = sorted((k, n) for k, n in counts.items() if n)
+    if not present:
+        return f"{total} open  ·  nothing to decide"
+    tries = [("  ·  ", "  ", lambda k: k.replace("_", " ")), (" · ", "  ", lambda k: SHORT_KINDS.get(k, k)),
+             (" ", " ", lambda k: SHORT_KINDS.get(k, k)), (" ", " ", lambda k: SHORT_KINDS.get(k, k)[:3])]
+    for after_total, between, name in tries:
+        header = f"{total} open{after_total}" + between.join(f"{name(k)} {n}" for k, n in present)
+        if len(header) <= width:
+            return header
+    return cut(header, width)
 
 
 def card_prompt(card) -> str:
@@ -40,6 +71,11 @@ def card_detail(card) -> str:
 
 class CurationScreen(ReportsWorkerErrors, Screen):
     CSS_PATH = "curation_screen.tcss"
+    KEY_NOTES = [("c, r, d, p, a, s, i, k, l, t, m, e", "the selected card's actions: each kind lists its own "
+                  "(the card shows them; README Curation queue)")]
+    PALETTE = [("Curation: undo", "undo the last curation action and its file change (u)", "undo"),
+               ("Curation: next kind", "show one kind of card at a time (ctrl+t)", "next_kind"),
+               ("Curation: reload", "read the queue again (ctrl+l)", "reload")]
     BINDINGS = [
         Binding("u", "undo", "Undo"),
         Binding("ctrl+t", "next_kind", "Kind filter"),
@@ -51,6 +87,11 @@ class CurationScreen(ReportsWorkerErrors, Screen):
             super().__init__()
             self.cards, self.counts, self.select = cards, counts, select
 
+    class Planned(Message):
+        def __init__(self, item_id: int, action: str, args: dict, writes: list) -> None:
+            super().__init__()
+            self.item_id, self.action, self.args, self.writes = item_id, action, args, writes
+
     class Done(Message):
         def __init__(self, outcome) -> None:
             super().__init__()
@@ -61,9 +102,11 @@ class CurationScreen(ReportsWorkerErrors, Screen):
         self.cards: list = []
         self.counts: dict[str, int] = {}
         self.kind: str | None = None
+        self.queue_loaded = False
+        self._card_asked: tuple[str, str] | None = None  # a palette's card action before the queue came
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="curation-counts")
+        yield Static("", id="curation-counts", classes="one-line")
         with Horizontal(id="curation-body"):
             yield OptionList(id="cards")
             with VerticalScroll(id="card-scroll"):
@@ -94,16 +137,20 @@ class CurationScreen(ReportsWorkerErrors, Screen):
         if self.cards:
             index = next((i for i, c in enumerate(self.cards) if c.item_id == message.select), None)
             option_list.highlighted = index if index is not None else min(keep or 0, len(self.cards) - 1)
-        total = sum(self.counts.values())
-        if self.kind:  # first: a narrow terminal cuts the end of the line
-            header = (f"showing {self.kind.replace('_', ' ')}: {len(self.cards)} of {total} open "
-                      "(ctrl+t: next kind)")
-        else:
-            per_kind = "  ".join(f"{kind.replace('_', ' ')} {count}"
-                                 for kind, count in sorted(self.counts.items()) if count)
-            header = f"{total} open  ·  {per_kind or 'nothing to decide'}"
-        self.query_one("#curation-counts", Static).update(header)
+        self._show_header()
         self._show_detail()
+        self.queue_loaded = True
+        if self._card_asked is not None:
+            kind, name = self._card_asked
+            self._card_asked = None
+            self.action_card(kind, name)
+
+    def _show_header(self) -> None:
+        header = counts_header(self.counts, self.kind, len(self.cards), self.size.width - 2)
+        self.query_one("#curation-counts", Static).update(header)
+
+    def on_resize(self) -> None:
+        self._show_header()
 
     @on(OptionList.OptionHighlighted, "#cards")
     def _highlighted(self) -> None:
@@ -139,6 +186,9 @@ class CurationScreen(ReportsWorkerErrors, Screen):
         self._collect(card, action, needed, {})
 
     def _collect(self, card, action: dict, needed: list[dict], collected: dict) -> None:
+        if not needed and action.get("confirm"):
+            self.preview(card.item_id, action["name"], collected)  # its files first, then ConfirmWrites
+            return
         if not needed:
             self.resolve(card.item_id, action["name"], collected)
             return
@@ -163,6 +213,19 @@ class CurationScreen(ReportsWorkerErrors, Screen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="curation-act")
     def resolve(self, item_id: int, action: str, args: dict) -> None:
         self.post_message(self.Done(self.app.service.curation_resolve(item_id, action, **args)))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="curation-act")
+    def preview(self, item_id: int, action: str, args: dict) -> None:
+        writes = self.app.service.curation_preview(item_id, action, **args)
+        self.post_message(self.Planned(item_id, action, args, writes))
+
+    @on(Planned)
+    def _planned(self, message: Planned) -> None:
+        def answered(apply: bool | None) -> None:
+            if apply:
+                self.resolve(message.item_id, message.action, message.args)
+
+        self.app.push_screen(ConfirmWrites(f"{message.action} card #{message.item_id}", message.writes), answered)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="curation-act")
     def undo(self) -> None:
@@ -201,10 +264,18 @@ class CurationScreen(ReportsWorkerErrors, Screen):
         card = self.selected()
         return [(action["key"], f"{action['name']}: {action['description']}") for action in card.actions] if card else []
 
-    def palette_commands(self):
+    def action_card(self, kind: str, name: str) -> None:
+        """A card action from the palette: on the selected card if it is of that kind, else on
+        the first open card of the kind."""
+        if not self.queue_loaded:
+            self._card_asked = (kind, name)
+            return
         card = self.selected()
-        own = [(f"Card: {action['name']}", f"{action['description']} ({action['key']})",
-                lambda action=action: self._start(card, action)) for action in (card.actions if card else [])]
-        return own + [
-            ("Curation: undo", "undo the last curation action and its file change (u)", self.action_undo),
-            ("Curation: next kind", "show one kind of card at a time (ctrl+t)", self.action_next_kind)]
+        if card is None or card.kind != kind:
+            card = next((c for c in self.cards if c.kind == kind), None)
+        action = next((a for a in card.actions if a["name"] == name), None) if card else None
+        if card is None or action is None:
+            self.notify(f"no open {kind.replace('_', ' ')} card here", severity="warning")
+            return
+        self.query_one("#cards", OptionList).highlighted = self.cards.index(card)
+        self._start(card, action)

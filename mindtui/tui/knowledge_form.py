@@ -12,10 +12,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, Select, Static, TextArea
 
 from mindtui.tui.lazy import service_api
+from mindtui.tui.worker_errors import SurvivesErrors
 
 
 
-class KnowledgeForm(ModalScreen[dict | None]):
+class KnowledgeForm(SurvivesErrors, ModalScreen[dict | None]):
     CSS_PATH = "knowledge_screen.tcss"
     BINDINGS = [Binding("ctrl+o", "save", "Save"), Binding("escape", "cancel", "Cancel")]
 

@@ -53,13 +53,18 @@ def item_detail(item) -> str:
 
 class KnowledgeScreen(ReportsWorkerErrors, Screen):
     CSS_PATH = "knowledge_screen.tcss"
+    PALETTE = [("Knowledge: add an item", "a new item with you as its source (a)", "add"),
+               ("Knowledge: edit the item", "supersede it with an edited one (e)", "edit"),
+               ("Knowledge: source note", "open the note the item comes from (o)", "source"),
+               ("Knowledge: history", "show superseded items too (h)", "history"),
+               ("Knowledge: filter", "filter by words, subject or type (/)", "filter")]
     BINDINGS = [
         Binding("a", "add", "Add"),
         Binding("e", "edit", "Edit"),
         Binding("o", "source", "Source note"),
         Binding("h", "history", "History"),
         Binding("slash", "filter", "Filter", show=False),
-        Binding("escape", "leave_filter", show=False),
+        Binding("escape", "leave_filter", "Leave / clear the filter", show=False),
     ]
 
     class Items(Message):
@@ -86,7 +91,7 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="/ filter by words, subject or type…", id="knowledge-filter", classes="hidden")
-        yield Static("", id="knowledge-counts")
+        yield Static("", id="knowledge-counts", classes="one-line")
         with Horizontal(id="knowledge-body"):
             yield OptionList(id="items")
             with VerticalScroll(id="item-scroll"):
@@ -221,9 +226,3 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
                     severity="information" if decision.decision in ("add", "supersede", "update") else "warning")
         self.load()
         self.app.refresh_status()
-
-    def palette_commands(self):
-        return [("Knowledge: add an item", "a new item with you as its source (a)", self.action_add),
-                ("Knowledge: edit the item", "supersede it with an edited one (e)", self.action_edit),
-                ("Knowledge: source note", "open the note the item comes from (o)", self.action_source),
-                ("Knowledge: history", "show superseded items too (h)", self.action_history)]

@@ -25,7 +25,7 @@ from mindtui.tui.note_markdown import frontmatter_rows, href_target, readable, s
 from mindtui.tui.note_markdown import wikilinks
 from mindtui.tui.note_pages import PAGE_CHARS, PagedMarkdown, properties_table
 from mindtui.tui.picker import Choice, PickerScreen
-from mindtui.tui.status import StatusBar
+from mindtui.tui.status import StatusBar, cut
 from mindtui.tui.worker_errors import ReportsWorkerErrors
 
 if TYPE_CHECKING:
@@ -52,14 +52,35 @@ class Prepared:
         self.properties = frontmatter_rows(text)
 
 
-def entry_label(entry) -> str:
-    """Short, for a side panel of 28 columns: the title, and the confidence when it is not certain."""
-    return entry.title if entry.confidence >= 1.0 else f"{entry.title} ({entry.confidence:.2f})"
+TREE_GUIDE = 4  # the columns a tree leaf's guide lines take ("├── ")
 
 
-def entry_detail(group: str, entry) -> str:
+def entry_label(entry, room: int) -> str:
+    """The title cut to the side panel's room with an ellipsis, and the confidence when it is not
+    certain (kept whole: the title gives way)."""
+    if entry.confidence >= 1.0:
+        return cut(entry.title, room)
+    confidence = f" ({entry.confidence:.2f})"
+    return cut(entry.title, room - len(confidence)) + confidence
+
+
+def one_per_note(entries: list) -> list[tuple[object, list[str]]]:
+    """A group's entries, one per note (the first, strongest), with every kind it is linked by:
+    a note related in three ways is one row, not three of the same title."""
+    kinds: dict[str, list[str]] = {}
+    first: dict[str, object] = {}
+    for entry in entries:
+        key = entry.note_id or entry.path
+        first.setdefault(key, entry)
+        kinds.setdefault(key, [])
+        if entry.kind not in kinds[key]:
+            kinds[key].append(entry.kind)
+    return [(entry, kinds[key]) for key, entry in first.items()]
+
+
+def entry_detail(group: str, entry, kinds: list[str] | None = None) -> str:
     extra = " ".join(f"{k} {v}" for k, v in entry.extra.items() if v not in (None, "", False))
-    lines = [f"{entry.title}", f"{entry.path}", f"{GROUP_LABELS.get(group, group)} · {entry.kind}",
+    lines = [f"{entry.title}", f"{entry.path}", f"{GROUP_LABELS.get(group, group)} · {', '.join(kinds or [entry.kind])}",
              f"{entry.provenance} · confidence {entry.confidence:.2f} · weight {entry.weight:g}"]
     if extra:
         lines.append(extra)
@@ -70,6 +91,14 @@ def entry_detail(group: str, entry) -> str:
 
 class NoteScreen(ReportsWorkerErrors, Screen):
     CSS_PATH = "note_screen.tcss"
+    PALETTE = [("Note: follow a link", "pick one of this note's wikilinks (l)", "links"),
+               ("Note: edit in $EDITOR", "open the file, re-import it afterwards (e)", "edit"),
+               ("Note: copy [[link]]", "copy a wikilink to this note (y, OSC 52)", "copy_link"),
+               ("Note: next chunk", "show the next chunk (n)", "chunk(1)"),
+               ("Note: previous chunk", "show the previous chunk (p)", "chunk(-1)"),
+               ("Note: whole note", "show the whole note again (a)", "whole"),
+               ("Note: back", "the note before in the history ([)", "back"),
+               ("Note: forward", "the next note in the history (])", "forward")]
     BINDINGS = [
         Binding("n", "chunk(1)", "Next chunk"),
         Binding("p", "chunk(-1)", "Prev chunk"),
@@ -219,25 +248,35 @@ class NoteScreen(ReportsWorkerErrors, Screen):
     def _render_neighbours(self) -> None:
         tree = self.query_one("#neighbours", Tree)
         tree.clear()
+        room = self._side_width() - TREE_GUIDE - 2  # the scrollbar and a column to spare
         groups = self.neighbours.groups if self.neighbours else {}
         if self.items:
             branch = tree.root.add(f"knowledge ({len(self.items)})", expand=True, data=None)
             for item in self.items:
                 mark = {"confirmed": "✓", "draft": "·", "superseded": "×"}.get(item.status, "?")
-                branch.add_leaf(f"{mark} {item.type}: {item.title}", data=("knowledge", item))
+                branch.add_leaf(cut(f"{mark} {item.type}: {item.title}", room), data=("knowledge", item))
         for group, entries in groups.items():
             if not entries:
                 continue
-            branch = tree.root.add(f"{GROUP_LABELS.get(group, group)} ({len(entries)})", expand=True,
-                                   data=None)
-            for entry in entries[:NEIGHBOURS_SHOWN]:
-                branch.add_leaf(entry_label(entry), data=(group, entry))
-            if len(entries) > NEIGHBOURS_SHOWN:
-                branch.add_leaf(f"… {len(entries) - NEIGHBOURS_SHOWN:,} more"
+            rows = one_per_note(entries)
+            branch = tree.root.add(f"{GROUP_LABELS.get(group, group)} ({len(rows)})", expand=True, data=None)
+            for entry, kinds in rows[:NEIGHBOURS_SHOWN]:
+                branch.add_leaf(entry_label(entry, room), data=(group, entry, kinds))
+            if len(rows) > NEIGHBOURS_SHOWN:
+                branch.add_leaf(f"… {len(rows) - NEIGHBOURS_SHOWN:,} more"
                                 + (" (l lists every link)" if group == "links_out" else ""))
         if not any(groups.values()) and not self.items:
             tree.root.add_leaf("nothing belongs with this note yet")
         self.query_one("#neighbour-detail", Static).update("")
+
+    def _side_width(self) -> int:
+        """The side panel's width from the screen's, as its CSS gives it (its own size lags a
+        layout behind): a third of the screen, 28 to 60 columns, less its border."""
+        return max(28, min(60, self.size.width // 3)) - 1
+
+    def on_resize(self) -> None:
+        if self.note is not None:
+            self._render_neighbours()
 
     @on(Tree.NodeHighlighted, "#neighbours")
     def _neighbour_highlighted(self, event: Tree.NodeHighlighted) -> None:
@@ -345,13 +384,3 @@ class NoteScreen(ReportsWorkerErrors, Screen):
             self.app.call_from_thread(self.notify, f"re-import: {result.steps[0].error}", severity="error")
         if note_id:
             self.post_message(self.Open(note_id, remember=False))
-
-    def palette_commands(self):
-        return [("Note: follow a link", "pick one of this note's wikilinks (l)", self.action_links),
-                ("Note: edit in $EDITOR", "open the file, re-import it afterwards (e)", self.action_edit),
-                ("Note: copy [[link]]", "copy a wikilink to this note (y, OSC 52)", self.action_copy_link),
-                ("Note: next chunk", "show the next chunk (n)", lambda: self.action_chunk(1)),
-                ("Note: previous chunk", "show the previous chunk (p)", lambda: self.action_chunk(-1)),
-                ("Note: whole note", "show the whole note again (a)", self.action_whole),
-                ("Note: back", "the note before in the history ([)", self.action_back),
-                ("Note: forward", "the next note in the history (])", self.action_forward)]

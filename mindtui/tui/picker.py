@@ -16,7 +16,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from mindtui.tui.lazy import service_api
-from mindtui.tui.worker_errors import ReportsWorkerErrors
+from mindtui.tui.worker_errors import ReportsWorkerErrors, SurvivesErrors
 
 
 @dataclass
@@ -25,7 +25,7 @@ class Choice:
     label: str
 
 
-class PickerScreen(ModalScreen[str | None]):
+class PickerScreen(SurvivesErrors, ModalScreen[str | None]):
     CSS_PATH = "picker.tcss"
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
@@ -117,7 +117,7 @@ class NoteSearchPicker(ReportsWorkerErrors, ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class TextPrompt(ModalScreen[str | None]):
+class TextPrompt(SurvivesErrors, ModalScreen[str | None]):
     """A few lines of text (an answer, a quote, a new statement): ctrl+o takes it, Esc cancels."""
 
     CSS_PATH = "picker.tcss"

@@ -24,6 +24,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from mindtui.tui.lazy import service_api
+from mindtui.tui.result_list import ResultList
 from mindtui.tui.status import StatusBar
 from mindtui.tui.worker_errors import ReportsWorkerErrors
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from mindtui.service import SearchResponse, SearchResult
 
 DEBOUNCE_S = 0.15
-RESULT_LIMIT = 20
+RESULT_LIMIT = 20  # one page: the cursor on the last row loads the next
 FILTERS = (("type", "type, e.g. concept"), ("tag", "tag, e.g. pkm"), ("path", "path prefix"),
            ("kind", "notes or knowledge"))
 
@@ -94,11 +95,17 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         Binding("enter", "open", "Open", show=False),
     ]
     CSS_PATH = "search_screen.tcss"
+    KEYED_WIDGETS = (ResultList,)  # its keys are listed with the screen's (help, README)
+    PALETTE = [("Search: toggle filters", "filter by type, tag and path (ctrl+f)", "toggle_filters"),
+               ("Search: toggle explain", "why the selected result ranks where it does (ctrl+r)", "toggle_explain"),
+               ("Search: open the result", "open the selected result (Enter)", "open")]
 
     class Answer(Message):
-        def __init__(self, generation: int, kind: str, query: str, response: SearchResponse) -> None:
+        def __init__(self, generation: int, kind: str, query: str, response: SearchResponse,
+                     total: int | None = None) -> None:
             super().__init__()
             self.generation, self.kind, self.query, self.response = generation, kind, query, response
+            self.total = total  # how many notes the words match (the full-text answer says)
 
     def __init__(self) -> None:
         super().__init__()
@@ -110,15 +117,18 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         self._debounce: Timer | None = None
         self._hybrid_waits_for_model = False
         self._open_when_answered: int | None = None  # Enter before the query's first answer: its generation
+        self.limit = RESULT_LIMIT  # how many results the query asks for: grows as the cursor reaches the end
+        self.total: int | None = None
+        self._loading_more = False
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search your notes (words or meaning)…", id="query")
         with Horizontal(id="filters", classes="hidden"):
             for name, hint in FILTERS:
                 yield Input(placeholder=hint, id=f"filter-{name}", classes="filter")
-        yield Static("", id="notice")
+        yield Static("", id="notice", classes="one-line")
         with Horizontal(id="search-body"):
-            yield OptionList(id="results")
+            yield ResultList(id="results")
             yield Static("", id="explain", classes="hidden")
         yield StatusBar()
         yield Footer()
@@ -139,7 +149,7 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         kind = values["kind"].lower() if values["kind"] else None
         if kind not in (None, "notes", "knowledge"):
             kind = "knowledge" if "knowledge".startswith(kind) else "notes" if "notes".startswith(kind) else None
-        return SearchOptions(mode=mode, limit=RESULT_LIMIT, note_type=values["type"], tag=values["tag"],
+        return SearchOptions(mode=mode, limit=self.limit, note_type=values["type"], tag=values["tag"],
                              path=values["path"], kind=kind, log=False, wait_for_model=False)
 
     @on(Input.Changed)
@@ -149,6 +159,7 @@ class SearchScreen(ReportsWorkerErrors, Screen):
     def search_now(self) -> None:
         self.generation += 1
         self.query_text = self.query_one("#query", Input).value
+        self.limit, self.total, self._loading_more = RESULT_LIMIT, None, False
         if self._debounce is not None:
             self._debounce.stop()
         if not self.query_text.strip():
@@ -177,10 +188,11 @@ class SearchScreen(ReportsWorkerErrors, Screen):
 
     # -- workers -------------------------------------------------------------------------
     @work(thread=True, exclusive=True, exit_on_error=False, group="search-fts")
-    def run_fts(self, generation: int, query: str, options: SearchOptions) -> None:
+    def run_fts(self, generation: int, query: str, options: SearchOptions, count: bool = True) -> None:
         response = self.app.service.search(query, options)
+        total = self.app.service.search_count(query, options) if count else None
         if not get_current_worker().is_cancelled:
-            self.post_message(self.Answer(generation, "fts", query, response))
+            self.post_message(self.Answer(generation, "fts", query, response, total))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="search-hybrid")
     def run_hybrid(self, generation: int, query: str, options: SearchOptions) -> None:
@@ -197,11 +209,15 @@ class SearchScreen(ReportsWorkerErrors, Screen):
     def _answer(self, message: Answer) -> None:
         if message.generation != self.generation:
             return  # an answer to a query the user has typed past
+        if message.total is not None:
+            self.total = message.total
         if message.kind == "fts" and self.shown == (message.generation, "hybrid"):
-            return  # the hybrid answer came first: keep it
+            self._show_count()
+            return  # the hybrid answer came first: keep it (and the count the full text brought)
         if message.kind == "hybrid":
             self._hybrid_waits_for_model = self.app.model_state in ("not loaded", "loading")
         self.shown = (message.generation, message.kind)
+        self._loading_more = False
         notices = list(message.response.notices)
         if message.kind == "fts" and self.app.model_state in ("not loaded", "loading"):
             notices.append("the embedding model is loading; full-text results for now")
@@ -214,10 +230,36 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         self.results = results
         self.notices = list(dict.fromkeys(notices))
         self._render_results()
-        notice = self.query_one("#notice", Static)
-        notice.update(" · ".join(self.notices) or empty)
-        notice.set_class(bool(self.notices), "degraded")
+        self._show_count(empty)
         self._update_explain()
+
+    def _show_count(self, empty: str = "") -> None:
+        notice = self.query_one("#notice", Static)
+        notice.update(" · ".join([*([self.count_text()] if self.results else []), *self.notices]) or empty)
+        notice.set_class(bool(self.notices), "degraded")
+
+    def count_text(self) -> str:
+        """"20 of 3,412": the results shown and how many notes the words match (hybrid results
+        may add notes close in meaning that no word matches: then just how many are shown)."""
+        shown = len(self.results)
+        if self.total is not None and self.total >= shown:
+            return f"{shown:,} of {self.total:,}"
+        return f"{shown:,} results"
+
+    def _load_more(self) -> None:
+        """The cursor is on the last row: ask for the next page (as the answer on screen was
+        made: hybrid or full text), unless the last answer was short of its page already."""
+        if self._loading_more or self.shown is None or self.shown[0] != self.generation:
+            return
+        if len(self.results) < self.limit or (self.total is not None and self.shown[1] == "fts"
+                                              and len(self.results) >= self.total):
+            return
+        self._loading_more = True
+        self.limit += RESULT_LIMIT
+        kind = self.shown[1]
+        run = self.run_fts if kind == "fts" else self.run_hybrid
+        extra = {"count": False} if kind == "fts" else {}
+        run(self.generation, self.query_text, self._options(kind), **extra)
 
     def _list_width(self) -> int:
         """The result list's width from the screen's (the list's own size lags a layout behind)."""
@@ -252,8 +294,14 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         self._update_explain()
 
     @on(OptionList.OptionHighlighted, "#results")
-    def _highlighted(self) -> None:
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
         self._update_explain()
+        if event.option_index == len(self.results) - 1:
+            self._load_more()
+
+    @on(ResultList.LeftAtTop)
+    def _left_at_top(self) -> None:
+        self.set_focus(self.query_one("#query", Input))
 
     def _update_explain(self) -> None:
         panel = self.query_one("#explain", Static)
@@ -280,8 +328,10 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         self.query_one("#query", Input).focus()
 
     def action_focus_results(self) -> None:
+        # set_focus at once, not focus() (which moves it a message later): the Downs that came in
+        # the same terminal read are dispatched before that message and would reach the query.
         if self.results:
-            self.query_one("#results", OptionList).focus()
+            self.set_focus(self.query_one("#results", OptionList))
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
@@ -307,8 +357,3 @@ class SearchScreen(ReportsWorkerErrors, Screen):
             self.app.open_item(result.item_id)
         else:
             self.app.open_note(result.note_id)
-
-    def palette_commands(self):
-        return [("Search: toggle filters", "filter by type, tag and path (ctrl+f)", self.action_toggle_filters),
-                ("Search: toggle explain", "why the selected result ranks where it does (ctrl+r)",
-                 self.action_toggle_explain)]

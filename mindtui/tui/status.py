@@ -41,14 +41,18 @@ class StatusInfo:
         return info
 
 
+def cut(text: str, room: int) -> str:
+    """text in `room` columns: cut with an ellipsis when longer."""
+    return text if len(text) <= room else text[:max(room - 1, 0)] + "…"
+
+
 def status_line(info: StatusInfo, width: int) -> str:
     model = info.model_state
     if model == "unavailable" and info.model_reason:
         model = f"unavailable: {info.model_reason}"
     parts = [info.db, f"{info.notes} notes", f"vectors {info.coverage:.0%}", f"model {model}",
              "reranker" if info.reranker else "no reranker", f"{info.cards} cards"]
-    line = " · ".join(parts)
-    return line if len(line) <= width - 2 else line[:width - 3] + "…"
+    return cut(" · ".join(parts), width - 2)
 
 
 class StatusBar(Static):

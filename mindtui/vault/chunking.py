@@ -97,18 +97,28 @@ def _split_text(text: str, budget: int) -> list[tuple[str, int]]:
             continue
         for word in unit.split():
             tokens = content_tokens(word)
+            start = 0
             while tokens > limit:
                 # Latin letters cost a token per four, so twice the budget in characters usually
                 # fits; digits and symbols cost up to one per character, and then `limit`
-                # characters always do (no character counts more than one token).
-                cut = budget * 2
-                if content_tokens(word[:cut]) > limit:
+                # characters do; other letters may cost more (halve until it fits: one character
+                # costs at most MAX_CHAR_TOKENS + 1, below any budget).
+                piece = word[start:start + budget * 2]
+                count = content_tokens(piece)
+                if count > limit:
                     cut = max(1, limit)
-                parts.append((word[:cut], content_tokens(word[:cut])))
-                word = word[cut:]
-                tokens = content_tokens(word)
-            if word:
-                parts.append((word, tokens))
+                    while cut > 1 and content_tokens(word[start:start + cut]) > limit:
+                        cut //= 2
+                    piece = word[start:start + cut]
+                    count = content_tokens(piece)
+                parts.append((piece, count))
+                start += len(piece)
+                # Counting the whole rest after every cut made a 1 MB word take 10-20 s. A word costs
+                # at least a token per four characters, so a rest longer than this is over the limit.
+                rest = len(word) - start
+                tokens = limit + 1 if rest > 4 * (limit + 1) else content_tokens(word[start:])
+            if start < len(word):
+                parts.append((word[start:], tokens))
     return _pack(parts, budget, " ")
 
 

@@ -39,7 +39,8 @@ from mindtui.vault.edges import reference_edges, structure_edges
 from mindtui.vault.links import anchor_text
 from mindtui.vault.markdown import NotMarkdownError
 from mindtui.vault.note_builder import (
-    ParsedFile, build_rows, import_fingerprint, parse_file, path_note_id, resolve_links, sha256_hex,
+    PLAIN_TEXT_MARK, NoteRows, ParsedFile, as_plain_text, build_rows, failure_reason, import_fingerprint, parse_file,
+    path_note_id, plain_file, resolve_links, sha256_hex,
 )
 from mindtui.vault.renames import match_renames
 from mindtui.vault.report import ImportReport
@@ -77,13 +78,29 @@ class VaultImporter:
             self._warn(file.path, f"cannot read: {exc.strerror or exc}")
             return None
 
-    def _parse(self, file: VaultFile, data: bytes, out_of_corpus: dict[str, str]) -> ParsedFile | None:
+    def _parse(self, file: VaultFile, data: bytes, out_of_corpus: dict[str, str],
+               kept: dict[str, note_store.NoteState]) -> ParsedFile | None:
+        """The file parsed; None for a binary file (left out) or, when the parser fails on a note
+        parsed well before, for that note kept as it was (in `kept`). Any other note the parser
+        fails on is imported as plain text, its warning saying why."""
         try:
             return parse_file(file.path, data, file.size, file.mtime_ns, self.registry)
         except NotMarkdownError as exc:
             self._warn(file.path, str(exc))
             out_of_corpus[file.path] = "binary file"
             return None
+        # The parser is a stack of third-party code (YAML, markdown-it) run on any file of the
+        # vault: whatever it raises stops this file, never the import.
+        except Exception as exc:
+            why = failure_reason(exc)
+        state = self._states_by_path.get(file.path)
+        if _parsed_well(state):
+            self._warn(file.path, f"cannot be parsed ({why}); its last good version is kept")
+            kept[file.path] = state
+            return None
+        self._warn(file.path, f"cannot be parsed ({why}); imported as plain text")
+        return plain_file(file.path, data, file.size, file.mtime_ns,
+                          f"cannot be parsed ({why}); imported as plain text, without frontmatter")
 
     def run(self) -> ImportReport:
         started = time.monotonic()
@@ -116,7 +133,7 @@ class VaultImporter:
                 unchanged[file.path] = state
                 touched.append((state, file))
                 continue
-            item = self._parse(file, data, scan.out_of_corpus)
+            item = self._parse(file, data, scan.out_of_corpus, kept)
             if item is not None:
                 parsed[file.path] = item
         self.report.files_skipped = len(scan.out_of_corpus) + len(unreadable)
@@ -257,7 +274,7 @@ class VaultImporter:
         for path, state in list(unchanged.items()):
             if ids[path] != state.note_id:
                 data = self._read(files[path])
-                item = self._parse(files[path], data, out_of_corpus) if data is not None else None
+                item = self._parse(files[path], data, out_of_corpus, {}) if data is not None else None
                 if item is not None:
                     parsed[path] = item
                     del unchanged[path]
@@ -279,7 +296,9 @@ class VaultImporter:
     def _write_note(self, item: ParsedFile, note_id: str, names: NameIndex,
                     previous: note_store.NoteState | None) -> None:
         """Replace the note's rows (inside the caller's transaction)."""
-        rows = build_rows(item, note_id, self.registry, names, self.private_paths)
+        rows = self._rows(item, note_id, names, previous)
+        if rows is None:
+            return
         note = rows.note
         resolved = [l for l in rows.links if l.resolution == "resolved"]
         edges = reference_edges(note_id, note.type, self.registry.note_type(note.type).edge_defaults, resolved)
@@ -287,6 +306,7 @@ class VaultImporter:
         # A delete that finds nothing still costs ~70 us as a transaction's first write: a cold
         # import of 6,500 notes spent 1.5-3 s on them. Paths and final ids are each written once per
         # run, so only rows that existed when the run began can be in the way.
+        kept = edge_store.owned_signal_edges(self.conn, note_id) if note_id in self._state_ids else []
         if item.path in self._states_by_path:
             note_store.delete_note_at_path(self.conn, item.path)
         if previous is not None and previous.note_id != note_id:
@@ -297,7 +317,28 @@ class VaultImporter:
         note_store.insert_note(self.conn, note)
         note_store.insert_chunks(self.conn, note_id, rows.chunks)
         note_store.insert_links(self.conn, note_id, rows.links)
-        edge_store.insert_edges(self.conn, edges)
+        edge_store.insert_edges(self.conn, edges + kept)
+
+    def _rows(self, item: ParsedFile, note_id: str, names: NameIndex,
+              previous: note_store.NoteState | None) -> NoteRows | None:
+        """The note's rows; when building them fails (chunking, text analysis), the note's last
+        good version is kept (None: nothing is written) or a new note is built as plain text."""
+        try:
+            return build_rows(item, note_id, self.registry, names, self.private_paths)
+        except Exception as exc:  # one note's rows: whatever fails here stops this note, not the import
+            why = failure_reason(exc)
+        if _parsed_well(previous) and previous.note_id == note_id and previous.path == item.path:
+            self._warn(item.path, f"cannot be indexed ({why}); its last good version is kept")
+            return None
+        reason = f"cannot be indexed ({why}); imported as plain text, without frontmatter"
+        plain = as_plain_text(item, reason)
+        try:
+            rows = build_rows(plain, note_id, self.registry, names, self.private_paths)
+        except Exception as exc:  # even its plain text cannot be indexed: left out, and said so
+            self._warn(item.path, f"cannot be indexed, not even as plain text ({failure_reason(exc)}); left out")
+            return None
+        self._warn(item.path, reason)
+        return rows
 
     def _relink(self, names: NameIndex, skip: set[str]) -> None:
         """Re-resolve the references of notes not rewritten in this run; rewrite the edges of
@@ -309,8 +350,8 @@ class VaultImporter:
                     continue
                 note_type, path = types[note_id]
                 fresh = resolve_links(links, note_id, path, names)
-                if all((a.resolution, a.resolved_note_id, a.detail) == (b.resolution, b.resolved_note_id, b.detail)
-                       for a, b in zip(links, fresh)):
+                if all((a.resolution, a.resolved_note_id, a.detail, a.candidates)
+                       == (b.resolution, b.resolved_note_id, b.detail, b.candidates) for a, b in zip(links, fresh)):
                     continue
                 resolved = [l for l in fresh if l.resolution == "resolved"]
                 edges = reference_edges(note_id, note_type, self.registry.note_type(note_type).edge_defaults, resolved)
@@ -338,3 +379,9 @@ class VaultImporter:
         for key, value in counts.items():
             setattr(self.report, key, value)
         self.report.warnings.extend(ImportWarning(p, r) for p, r in note_store.stored_warnings(self.conn))
+
+
+def _parsed_well(state: note_store.NoteState | None) -> bool:
+    """Whether the note has a version to keep when its file cannot be parsed now (not one that
+    was imported as plain text: that is replaced by the file's text now)."""
+    return state is not None and not state.parsed_with.endswith(PLAIN_TEXT_MARK)

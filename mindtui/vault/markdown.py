@@ -1,29 +1,34 @@
 """Parse one note: decode, frontmatter, markdown block structure, masked text, references, tags.
 
 markdown-it-py runs block rules only (headings, fences, code blocks): that is all the
-structure chunking and link extraction need, and it is ~3x faster than a full parse.
+structure chunking and link extraction need, and it is ~3x faster than a full parse. Code
+spans come from its inline parser too, run with nothing but the rules that decide where a
+code span is (backticks, backslash escapes, autolinks, raw HTML), and only on the blocks that
+hold a backtick. Code is found first and `%%comments%%` only in the text outside it, as
+Obsidian reads them: a `%%` inside code is code, and a code span never crosses a paragraph
+or a list item.
 """
 
 from __future__ import annotations
 
-import datetime
+import bisect
 import re
 from dataclasses import dataclass, field
 
-import frontmatter
-import yaml
 from markdown_it import MarkdownIt
+from markdown_it.rules_inline import backtick as _markdown_it_backtick
+from markdown_it.token import Token
 
 from mindtui.vault import links as linksyntax
+from mindtui.vault.front_matter import split_frontmatter
 from mindtui.vault.links import LinkRef
 
 BINARY_SNIFF_BYTES = 8192
 
-_INLINE_CODE = re.compile(r"(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.DOTALL)
+_BACKTICK_RUN = re.compile(r"`+")
 _OBSIDIAN_COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.DOTALL)
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _INLINE_TAG = re.compile(r"(?:(?<=\s)|(?<=^))#([^\s#.,;:!?()\[\]{}\"'`|*<>=+]+)", re.MULTILINE)
-_FRONTMATTER_HANDLER = frontmatter.YAMLHandler()
 
 
 class NotMarkdownError(Exception):
@@ -57,7 +62,32 @@ def _markdown() -> MarkdownIt:
     return md
 
 
+def _located_backtick(state, silent: bool) -> bool:
+    """markdown-it's own code span rule, which also notes where the span lies in the block's text."""
+    start, count = state.pos, len(state.tokens)
+    if not _markdown_it_backtick(state, silent):
+        return False
+    if not silent and len(state.tokens) > count and state.tokens[-1].type == "code_inline":
+        state.tokens[-1].meta = {"span": (start, state.pos)}
+    return True
+
+
+def _code_span_parser() -> MarkdownIt:
+    """The inline rules that decide where a code span starts and ends, nothing else: escapes
+    (a backslash-escaped backtick opens nothing), autolinks and raw HTML (they bind tighter
+    than code spans), plain text and line breaks."""
+    md = MarkdownIt("commonmark")
+    md.inline.ruler.enableOnly(["text", "newline", "escape", "backticks", "autolink", "html_inline"])
+    md.inline.ruler.at("backticks", _located_backtick)
+    md.inline.ruler2.enableOnly([])
+    # Plain text runs up to a character one of these rules starts at (by default also every
+    # `[`, `-`, `:`, ... of a line full of links, each tried against every rule).
+    md.inline.terminator_re = re.compile(r"[`\\\n<]")
+    return md
+
+
 _MD = _markdown()
+_CODE_SPANS = _code_span_parser()
 
 
 def decode(data: bytes) -> tuple[str, list[str]]:
@@ -75,42 +105,6 @@ def decode(data: bytes) -> tuple[str, list[str]]:
     return text.replace("\r\n", "\n").replace("\r", "\n"), warnings
 
 
-def _json_safe(value):
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, (datetime.date, datetime.time)):
-        return value.isoformat()
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
-
-
-def split_frontmatter(text: str) -> tuple[dict, str, int, list[str], list[str]]:
-    """-> (metadata, body, body_start_line, frontmatter lines, warnings). Bad YAML keeps the body."""
-    if not _FRONTMATTER_HANDLER.detect(text):
-        return {}, text, 0, [], []
-    try:
-        fm_text, body = _FRONTMATTER_HANDLER.split(text)
-    except ValueError:  # an opening '---' with no closing one: a thematic break, not frontmatter
-        return {}, text, 0, [], []
-    start_line = text[: len(text) - len(body)].count("\n")
-    fm_lines = fm_text.lstrip("\n").splitlines()  # fm_lines[0] is the file's line 2
-    try:
-        data = _FRONTMATTER_HANDLER.load(fm_text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 2})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return {}, body, start_line, fm_lines, [f"malformed YAML frontmatter{where}: {problem}; frontmatter ignored"]
-    if data is None:
-        return {}, body, start_line, fm_lines, []
-    if not isinstance(data, dict):
-        return {}, body, start_line, fm_lines, [f"frontmatter is a {type(data).__name__}, not a mapping; ignored"]
-    return _json_safe(data), body, start_line, fm_lines, []
-
-
 def _blank(match: re.Match[str]) -> str:
     """Replace a span by spaces, keeping newlines so line numbers stay put."""
     span = match.group(0)
@@ -119,17 +113,109 @@ def _blank(match: re.Match[str]) -> str:
     return "\n".join(" " * len(part) for part in span.split("\n"))
 
 
-def _structure(body: str) -> tuple[list[Heading], list[tuple[int, int]]]:
+def _column(source: str, content: str) -> int:
+    """Where a line of a block's inline text starts in its source line: the text is the line's
+    tail after the block's markers (list bullet, `>`, indent), the last line without trailing
+    spaces, an ATX heading without its closing `#`s."""
+    if source.endswith(content):
+        return len(source) - len(content)
+    stripped = source.rstrip()
+    if stripped.endswith(content):
+        return len(stripped) - len(content)
+    found = source.find(content)
+    # Not found: a tab the block's indent cut in half became spaces; the tail still lines up.
+    return found if found >= 0 else len(source) - len(content)
+
+
+def _code_spans(token: Token, lines: list[str]) -> list[tuple[int, int, int]]:
+    """(body line, first column, end column) of every code span in one inline block."""
+    children: list[Token] = []
+    _CODE_SPANS.inline.parse(token.content, _CODE_SPANS, {}, children)
+    spans = [child.meta["span"] for child in children if child.type == "code_inline" and child.meta]
+    if not spans:
+        return []
+    parts = token.content.split("\n")
+    starts = [0]
+    for part in parts[:-1]:
+        starts.append(starts[-1] + len(part) + 1)
+    cells = []
+    for first, end in spans:
+        k = bisect.bisect_right(starts, first) - 1
+        while k < len(parts) and starts[k] < end:
+            line_no = token.map[0] + k
+            if line_no < len(lines):
+                column = _column(lines[line_no], parts[k])
+                lo = max(first, starts[k]) - starts[k] + column
+                hi = min(end, starts[k] + len(parts[k])) - starts[k] + column
+                cells.append((line_no, max(lo, 0), min(hi, len(lines[line_no]))))
+            k += 1
+    return cells
+
+
+def _may_hold_code(text: str) -> bool:
+    """A code span opens and closes with backtick runs of one length: without two runs of the same
+    length there is none (most prose with a lone ` or a ``` mention), and the parser is not run."""
+    lengths = [len(run) for run in _BACKTICK_RUN.findall(text)]
+    return len(set(lengths)) < len(lengths)
+
+
+def _blank_columns(line: str, lo: int, hi: int) -> str:
+    return line[:lo] + " " * (hi - lo) + line[hi:] if hi > lo else line
+
+
+@dataclass
+class _Body:
+    headings: list[Heading]
+    fences: list[tuple[int, int]]
+    lines: list[str]  # comments blanked: the content
+    masked: str  # code and comments blanked: where references are read
+    masked_lines: list[str]
+
+
+def _read_body(body: str) -> _Body:
+    """The body's structure and its two blanked copies. Code (fences, indented blocks, code
+    spans) is found first, by markdown-it; `%%comments%%` and HTML comments then only in
+    the text outside code. A blanked span keeps its length, so lines and columns stay put."""
     tokens = _MD.parse(body)
+    lines = body.split("\n")
     headings: list[Heading] = []
     fences: list[tuple[int, int]] = []
+    code = list(lines)
     for i, token in enumerate(tokens):
         if token.type == "heading_open" and token.map:
             text = tokens[i + 1].content.strip() if i + 1 < len(tokens) else ""
             headings.append(Heading(int(token.tag[1]), text, token.map[0]))
         elif token.type in ("fence", "code_block") and token.map:
             fences.append((token.map[0], token.map[1]))
-    return headings, fences
+            for line_no in range(token.map[0], min(token.map[1], len(code))):
+                code[line_no] = " " * len(code[line_no])
+        elif token.type == "inline" and token.map and "`" in token.content and _may_hold_code(token.content):
+            for line_no, lo, hi in _code_spans(token, lines):
+                code[line_no] = _blank_columns(code[line_no], lo, hi)
+    masked = "\n".join(code)
+    if "%%" in masked:
+        comments = [(m.start(), m.end()) for m in _OBSIDIAN_COMMENT.finditer(masked)]
+        if comments:
+            masked = _blank_ranges(masked, comments)
+            lines = _blank_ranges(body, comments).split("\n")
+            # A heading inside a comment is no heading; one with a comment in it shows without it.
+            headings = [Heading(h.level, _OBSIDIAN_COMMENT.sub("", h.text).strip(), h.line)
+                        for h in headings if lines[h.line].strip()]
+    if "<!--" in masked:
+        masked = _HTML_COMMENT.sub(_blank, masked)
+    masked_lines = lines if masked == body else masked.split("\n")
+    return _Body(headings, fences, lines, masked, masked_lines)
+
+
+def _blank_ranges(text: str, ranges: list[tuple[int, int]]) -> str:
+    pieces, last = [], 0
+    for start, end in ranges:
+        pieces.append(text[last:start])
+        span = text[start:end]
+        pieces.append("\n".join(" " * len(part) for part in span.split("\n")))
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 def string_list(value) -> list[str]:
@@ -140,39 +226,17 @@ def string_list(value) -> list[str]:
     return [str(v).strip() for v in items if v is not None and str(v).strip()]
 
 
-def _masked(content: str, lines: list[str], fences: list[tuple[int, int]]) -> tuple[str, list[str]]:
-    """The body (and its lines) for reference extraction: code blocks, inline code, HTML comments
-    blanked (a blanked span keeps its length, so columns stay put)."""
-    masked = content
-    if fences:
-        masked_lines = list(lines)
-        for start, end in fences:
-            for i in range(start, min(end, len(masked_lines))):
-                masked_lines[i] = ""
-        masked = "\n".join(masked_lines)
-    if "`" in masked:
-        masked = _INLINE_CODE.sub(_blank, masked)
-    if "<!--" in masked:
-        masked = _HTML_COMMENT.sub(_blank, masked)
-    return masked, lines if masked is content else masked.split("\n")
-
-
 def reference_lines(text: str) -> tuple[int, list[str]]:
     """(number of lines before the body, the body's lines as references are read from them: code and
     comments blanked, columns as in the file). For editing links where the importer found them."""
     _, body, start_line, _, _ = split_frontmatter(text)
-    content = _OBSIDIAN_COMMENT.sub(_blank, body) if "%%" in body else body
-    _, fences = _structure(content)
-    return start_line, _masked(content, content.split("\n"), fences)[1]
+    return start_line, _read_body(body).masked_lines
 
 
 def parse_note(text: str, path: str, relation_for=lambda key: key) -> ParsedNote:
     metadata, body, start_line, fm_lines, warnings = split_frontmatter(text)
-    # %%comments%% are not content. (Each regex below needs its literal: skip it when absent.)
-    content = _OBSIDIAN_COMMENT.sub(_blank, body) if "%%" in body else body
-    headings, fences = _structure(content)
-    lines = content.split("\n")
-    masked, masked_lines = _masked(content, lines, fences)  # for references: code and comments blanked
+    read = _read_body(body)
+    headings, fences, lines, masked, masked_lines = read.headings, read.fences, read.lines, read.masked, read.masked_lines
 
     note_dir = path.rpartition("/")[0]
     refs: list[LinkRef] = linksyntax.frontmatter_references(metadata, fm_lines, relation_for)
@@ -207,5 +271,6 @@ def parse_note(text: str, path: str, relation_for=lambda key: key) -> ParsedNote
     return ParsedNote(
         metadata=metadata, lines=lines, body_start_line=start_line, headings=headings,
         fences=fences, links=refs, tags=sorted(t for t in tags if t), warnings=warnings,
-        unreadable_frontmatter=fm_lines if warnings else None,  # split_frontmatter warns only then
+        # split_frontmatter empties the metadata of frontmatter it could not use (and says why)
+        unreadable_frontmatter=fm_lines if warnings and not metadata else None,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import math
 from dataclasses import dataclass, field, replace
 
 from mindtui.text import analysis
@@ -11,15 +12,22 @@ from mindtui.store.notes import ChunkRecord, LinkRecord, NoteRecord
 from mindtui.text.globs import excluded_by
 from mindtui.text.names import is_id_like, passage_text
 from mindtui.vault.chunking import chunk_note
-from mindtui.vault.flags import read_flags, read_flags_from_lines
+from mindtui.vault.flags import FLAG_KEYS, read_flags, read_flags_from_lines
 from mindtui.vault.links import LinkRef
 from mindtui.vault.markdown import ParsedNote, decode, parse_note, string_list
-from mindtui.vault.resolve import NameIndex
+from mindtui.vault.resolve import NameIndex, Resolution
 from mindtui.vault.types import TypeRegistry
 
 # Bump when parsing or chunking changes meaning: the importer then re-reads every file.
-PARSER_VERSION = 4  # 2: id-like titles out of the embedded passage; 3: strict consent flags, private folders;
-# 4: anchor-text rows (a re-read builds them for a database migrated from before)
+PARSER_VERSION = 6  # 2: id-like titles out of the embedded passage; 3: strict consent flags, private folders;
+# 4: anchor-text rows (a re-read builds them for a database migrated from before); 5: the token estimate
+# counts letters outside ASCII and äöüß one by one and word-initial symbols twice (chunks are cut again);
+# links as Obsidian reads them (code spans from markdown-it, %% only outside code, markdown links by name,
+# no alias resolution); 6: YAML values that cannot be built kept as text, frontmatter warnings' line
+# numbers, no '[' in a markdown link's target
+
+
+PLAIN_TEXT_MARK = ";plain-text"  # ends the fingerprint of a note imported as plain text
 
 
 def import_fingerprint(registry: TypeRegistry) -> str:
@@ -58,6 +66,9 @@ class ParsedFile:
     declared_id: str | None
     aliases: list[str]
     warnings: list[str] = field(default_factory=list)
+    # Imported as plain text because parsing failed: stored under a fingerprint of its own
+    # (PLAIN_TEXT_MARK), so every import tries to parse it again (a fixed parser, or file, ends it).
+    plain_text: bool = False
 
 
 def parse_file(path: str, data: bytes, size: int, mtime_ns: int, registry: TypeRegistry) -> ParsedFile:
@@ -69,6 +80,41 @@ def parse_file(path: str, data: bytes, size: int, mtime_ns: int, registry: TypeR
         warnings.append("empty file")
     aliases = string_list(parsed.metadata.get("aliases", parsed.metadata.get("alias")))
     return ParsedFile(path, size, mtime_ns, sha256_hex(data), parsed, declared_id(parsed.metadata), aliases, warnings)
+
+
+def plain_file(path: str, data: bytes, size: int, mtime_ns: int, reason: str) -> ParsedFile:
+    """The file as plain text, for a note the parser failed on: every line kept as it is, no
+    frontmatter, structure, links or tags, `reason` as its warning. Consent flags are read from
+    its leading `---` block (or, with no closing `---`, from every line), failing closed."""
+    text, warnings = decode(data)
+    lines = text.split("\n")
+    head: list[str] = []
+    if lines[0].strip() == "---":
+        closing = next((i for i, line in enumerate(lines[1:], start=1) if line.strip() == "---"), len(lines))
+        head = lines[1:closing]
+    return _plain(path, lines, size, mtime_ns, sha256_hex(data), {}, head, warnings + [reason])
+
+
+def as_plain_text(item: ParsedFile, reason: str) -> ParsedFile:
+    """A parsed note reduced to its body as plain text (for rows that could not be built from it);
+    its consent flags stay what they were."""
+    flags = {key: item.parsed.metadata[key] for key in FLAG_KEYS if key in item.parsed.metadata}
+    decoding = [w for w in item.warnings if w.startswith("invalid UTF-8")]
+    return _plain(item.path, item.parsed.lines, item.size, item.mtime_ns, item.content_hash, flags,
+                  item.parsed.unreadable_frontmatter, decoding + [reason])
+
+
+def _plain(path: str, lines: list[str], size: int, mtime_ns: int, content_hash: str, flags: dict,
+           head: list[str] | None, warnings: list[str]) -> ParsedFile:
+    parsed = ParsedNote(metadata=flags, lines=lines, body_start_line=0, headings=[], fences=[], links=[], tags=[],
+                        warnings=warnings[-1:], unreadable_frontmatter=head)
+    return ParsedFile(path, size, mtime_ns, content_hash, parsed, None, [], warnings, plain_text=True)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """An unexpected error in one file's parsing, as a short reason for its warning."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
 def title_for(path: str, metadata: dict) -> str:
@@ -90,8 +136,14 @@ def resolve_links(links: list[LinkRecord], note_id: str, path: str, names: NameI
     out: list[LinkRecord] = []
     for link in links:
         found = names.resolve(link.target_path, note_id, path)
-        out.append(replace(link, resolution=found.status, resolved_note_id=found.note_id, detail=found.detail))
+        out.append(replace(link, resolution=found.status, resolved_note_id=found.note_id, detail=found.detail,
+                           candidates=_candidates(found, link.target_path, path, names)))
     return out
+
+
+def _candidates(found: Resolution, target_path: str, path: str, names: NameIndex) -> tuple[str, ...]:
+    """The notes an ambiguous link could mean (an agent's view resolves it among those it may see)."""
+    return tuple(names.matches(target_path, path)[1]) if found.status == "ambiguous" else ()
 
 
 def _link_records(refs: list[LinkRef], note_id: str, path: str, names: NameIndex) -> list[LinkRecord]:
@@ -101,7 +153,8 @@ def _link_records(refs: list[LinkRef], note_id: str, path: str, names: NameIndex
         found = names.resolve(ref.target_path, note_id, path)
         out.append(LinkRecord(seq, ref.relation, ref.signal, ref.rule_id, ref.confidence, ref.target_raw,
                               ref.target_path, ref.subpath, ref.is_embed, ref.line, ref.evidence,
-                              found.status, found.note_id, found.detail))
+                              found.status, found.note_id, found.detail,
+                              _candidates(found, ref.target_path, path, names)))
     return out
 
 
@@ -126,7 +179,10 @@ def build_rows(item: ParsedFile, note_id: str, registry: TypeRegistry, names: Na
     if "retriever_weight" in meta:
         try:
             weight = float(meta["retriever_weight"])
+            if not math.isfinite(weight):  # an infinite weight would put the note first in every search
+                raise ValueError(weight)
         except (TypeError, ValueError):
+            weight = type_info.retriever_weight
             warnings.append(f"retriever_weight {meta['retriever_weight']!r} is not a number; using {weight}")
 
     title = title_for(item.path, meta)
@@ -153,6 +209,6 @@ def build_rows(item: ParsedFile, note_id: str, registry: TypeRegistry, names: Na
         private=flags.private or excluded_by(item.path, private_paths) is not None,
         private_declared=flags.private, word_count=analysis.word_count(body), warnings=warnings,
         indexed_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        parsed_with=import_fingerprint(registry),
+        parsed_with=import_fingerprint(registry) + (PLAIN_TEXT_MARK if item.plain_text else ""),
     )
     return NoteRows(note, chunk_rows, _link_records(item.parsed.links, note_id, item.path, names))

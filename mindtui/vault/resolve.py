@@ -1,6 +1,10 @@
-"""Link resolution as Obsidian does it: vault path, then unique file name, then aliases.
+"""Link resolution as Obsidian does it: vault path, path from the linking note's folder, then
+path suffix or unique file name (case-insensitive), for wikilinks and markdown links alike.
 
-Ambiguous or missing targets are never guessed: they come back unresolved with the reason.
+Aliases do not resolve links (Obsidian only offers them while typing a link): a link that names
+an alias stays missing, its detail says whose alias it is, and curation offers to write it as
+`[[Target|alias]]` (mindtui.curation.alias_links). Ambiguous or missing targets are never
+guessed: they come back unresolved with the reason.
 Links to markdown files that exist but are not indexed (excluded, too large) are
 `out_of_corpus`, not missing.
 """
@@ -35,7 +39,7 @@ class NameIndex:
 
     by_path: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     by_name: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    by_alias: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    by_alias: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # for messages only
     by_suffix: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # 'sub/note'
     paths: dict[str, str] = field(default_factory=dict)  # note_id -> path (for messages)
     outside: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (path, reason)
@@ -86,40 +90,55 @@ class NameIndex:
             if found.note_id == source_note_id:
                 return Resolution("self", source_note_id)
             return found
-        outside = self._outside(key)
+        outside = self._outside(key, source_path)
         if outside is not None:
             return outside
+        owners = sorted({self.paths[n] for n in self.by_alias.get(key, ())})
+        if owners:
+            return Resolution("missing", None, f"no note named {target_path!r}; it is an alias of "
+                                               f"{', '.join(owners[:5])} (aliases do not resolve links)")
         return Resolution("missing", None, f"no note named {target_path!r}")
 
     def matches(self, target_path: str, source_path: str) -> tuple[str, list[str]]:
         """(how, note ids) of the first rule that matches the target (path, relative path, path
-        suffix or file name, alias): one id resolves the link, several make it ambiguous."""
+        suffix or file name): one id resolves the link, several make it ambiguous."""
         how, found = self._matches(stem_key(target_path), source_path)
         return how, sorted(set(found))
+
+    def alias_owners(self, target_path: str) -> list[str]:
+        """The notes whose `aliases` name the target (which does not make it resolve)."""
+        return sorted(set(self.by_alias.get(stem_key(target_path), ())))
 
     def _matches(self, key: str, source_path: str) -> tuple[str, list[str]]:
         if key in self.by_path:
             return "path", self.by_path[key]
-        folder = source_path.rpartition("/")[0]
-        if folder or key.startswith("."):
-            relative = posixpath.normpath(posixpath.join(folder.lower(), key))
-            if relative in self.by_path:
-                return "relative path", self.by_path[relative]
-        how, found = ("path suffix", self.by_suffix.get(key, [])) if "/" in key else ("file name",
-                                                                                     self.by_name.get(key, []))
-        if found:
-            return how, found
-        return "alias", self.by_alias.get(key, [])
+        relative = _relative(key, source_path)
+        if relative is not None and relative in self.by_path:
+            return "relative path", self.by_path[relative]
+        if "/" in key:
+            return "path suffix", self.by_suffix.get(key, [])
+        return "file name", self.by_name.get(key, [])
 
     def _resolve_note(self, key: str, source_path: str) -> Resolution | None:
         how, found = self._matches(key, source_path)
         return self._pick(found, how)
 
-    def _outside(self, key: str) -> Resolution | None:
+    def _outside(self, key: str, source_path: str) -> Resolution | None:
         hit = self.outside.get(key)
+        relative = _relative(key, source_path) if hit is None else None
+        if relative is not None:
+            hit = self.outside.get(relative)
         if hit is None and "/" not in key and len(self.outside_names.get(key, [])) == 1:
             hit = self.outside[self.outside_names[key][0]]
         if hit is None:
             return None
         path, reason = hit
         return Resolution("out_of_corpus", None, f"{path}: {reason}")
+
+
+def _relative(key: str, source_path: str) -> str | None:
+    """The key read from the linking note's folder, when that differs from the key itself."""
+    folder = source_path.rpartition("/")[0]
+    if not folder and not key.startswith("."):
+        return None
+    return posixpath.normpath(posixpath.join(folder.lower(), key))

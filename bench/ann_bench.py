@@ -1,0 +1,235 @@
+"""Vector search designs at scale, side by side, in one run: recall@50 against the exact float
+ranking and latency as a ratio to a numpy float32 exact scan of the same vectors.
+
+    .venv/bin/python bench/ann_bench.py --real-db REAL.db --queries-from VAULT --n 100000
+    .venv/bin/python bench/ann_bench.py --real-db REAL.db --queries-from VAULT --n 1000000 --queries 300
+
+REAL.db: any embedded mindtui database (its passage vectors are mixed into N fixture vectors, see
+vector_fixture.py). VAULT: a folder of notes whose titles and headings become the held-out real
+e5 *query* vectors (`query: ` prefix, embedded here by the real model; none of them is in the
+fixture). Designs, every vector in one SQLite file:
+- `sqlite-vec exact`: vec0 float[384] cosine, brute force (what mindtui does below the index size).
+- `centred bit + rescore R`: vec0 bit[384] of sign(v - corpus mean), hamming top R, rescored by
+  the float vectors read back from the file.
+- `ivf L probe P`: k-means lists (L ~ sqrt N, trained on a sample) as a vec0 partition key; the P
+  lists nearest the query are searched in one statement (`list_id IN (...)`), k per list.
+- `int8 numpy`: the vectors centred and quantised to int8, scanned in memory (read from the file
+  once), top 200 rescored by float.
+Targets (issue 3.2): recall@50 >= 0.95, p50 <= 0.35x and p95 <= 0.6x the numpy exact scan.
+The machine is shared and noisy: compare the ratios of one run, not absolute times across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from vector_fixture import mix, real_vectors  # noqa: E402
+
+K = 50
+
+
+def query_texts(vault: Path, limit: int, seed: int) -> list[str]:
+    texts = set()
+    for path in sorted(vault.rglob("*.md")):
+        texts.add(path.stem)
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if re.match(r"#{1,3} \S", line):
+                texts.add(line.lstrip("#").strip())
+    texts = sorted(t for t in texts if 3 <= len(t) <= 120)
+    rng = np.random.default_rng(seed)
+    return [texts[i] for i in rng.choice(len(texts), size=min(limit, len(texts)), replace=False)]
+
+
+def embed_queries(texts: list[str]) -> np.ndarray:
+    from mindtui.config import load_settings
+    from mindtui.models.holder import ModelHolder
+
+    embedder = ModelHolder().embedder(load_settings())
+    return np.stack([embedder.embed_query(t) for t in texts]).astype(np.float32)
+
+
+def connect(path: Path):
+    import apsw
+    import sqlite_vec
+
+    conn = apsw.Connection(str(path))
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    conn.execute("PRAGMA journal_mode=WAL")
+    return conn
+
+
+def kmeans(sample: np.ndarray, lists: int, seed: int, rounds: int = 10) -> np.ndarray:
+    """Spherical k-means (cosine): centroids normalised each round."""
+    rng = np.random.default_rng(seed)
+    centroids = sample[rng.choice(len(sample), size=lists, replace=False)].copy()
+    for _ in range(rounds):
+        assign = np.argmax(sample @ centroids.T, axis=1)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, assign, sample)
+        empty = np.linalg.norm(sums, axis=1) == 0
+        sums[empty] = sample[rng.choice(len(sample), size=int(empty.sum()), replace=False)]
+        centroids = sums / np.linalg.norm(sums, axis=1, keepdims=True)
+    return centroids.astype(np.float32)
+
+
+def assign_lists(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    out = np.empty(len(vectors), dtype=np.int64)
+    for start in range(0, len(vectors), 50_000):
+        out[start:start + 50_000] = np.argmax(vectors[start:start + 50_000] @ centroids.T, axis=1)
+    return out
+
+
+def timed(fn, queries):
+    times, answers = [], []
+    for q in queries:
+        started = time.perf_counter()
+        answers.append(fn(q))
+        times.append((time.perf_counter() - started) * 1000)
+    return answers, times
+
+
+def recall(answers, truth) -> float:
+    return statistics.mean(len(set(a[:K]) & set(t)) / K for a, t in zip(answers, truth))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--real-db", type=Path, required=True)
+    parser.add_argument("--queries-from", type=Path, required=True, help="a vault whose titles/headings are queries")
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--db", type=Path, help="the bench's SQLite file (default: a temporary one)")
+    args = parser.parse_args(argv)
+
+    real = real_vectors(args.real_db)
+    vectors = mix(real, args.n, args.seed)
+    queries = embed_queries(query_texts(args.queries_from, args.queries, args.seed))
+    ids = np.arange(1, args.n + 1)
+    print(f"{args.n} fixture vectors from {len(real)} real ones; {len(queries)} held-out real query vectors",
+          file=sys.stderr)
+
+    def numpy_exact(q):
+        scores = vectors @ q
+        top = np.argpartition(-scores, K)[:K]
+        return list(ids[top[np.argsort(-scores[top])]])
+
+    truth, base_times = timed(numpy_exact, queries)
+    folder = Path(tempfile.mkdtemp(prefix="ann-bench-"))
+    conn = connect(args.db or folder / "ann.db")
+    rows = []
+
+    def row(name, answers, times, build_s=0.0):
+        rows.append((name, recall(answers, truth), np.percentile(times, 50), np.percentile(times, 95), build_s))
+
+    # -- sqlite-vec exact -------------------------------------------------------------------
+    started = time.perf_counter()
+    conn.execute("CREATE VIRTUAL TABLE flat USING vec0(embedding float[384] distance_metric=cosine)")
+    with conn:
+        conn.executemany("INSERT INTO flat(rowid, embedding) VALUES (?, ?)",
+                         ((int(i), v.tobytes()) for i, v in zip(ids, vectors)))
+    flat_s = time.perf_counter() - started
+    sample_q = queries[: min(30, len(queries))]  # the exact scan is slow: fewer queries suffice for its time
+    flat_answers, flat_times = timed(lambda q: [r[0] for r in conn.execute(
+        "SELECT rowid FROM flat WHERE embedding MATCH ? AND k = ?", (q.tobytes(), K))], sample_q)
+    rows.append(("sqlite-vec exact", recall(flat_answers, truth[: len(sample_q)]),
+                 np.percentile(flat_times, 50), np.percentile(flat_times, 95), flat_s))
+
+    # -- centred binary + float rescore ------------------------------------------------------
+    mean = vectors.mean(axis=0)
+    started = time.perf_counter()
+    conn.execute("CREATE VIRTUAL TABLE bits USING vec0(embedding bit[384])")
+    packed = np.packbits(((vectors - mean) > 0).astype(np.uint8), axis=1, bitorder="little")
+    with conn:
+        conn.executemany("INSERT INTO bits(rowid, embedding) VALUES (?, vec_bit(?))",
+                         ((int(i), p.tobytes()) for i, p in zip(ids, packed)))
+    bits_s = time.perf_counter() - started
+
+    def bit_search(q, pool):
+        code = np.packbits(((q - mean) > 0).astype(np.uint8), bitorder="little").tobytes()
+        cands = [r[0] for r in conn.execute("SELECT rowid FROM bits WHERE embedding MATCH vec_bit(?) AND k = ?",
+                                            (code, pool))]
+        marks = ",".join("?" * len(cands))
+        got = conn.execute(f"SELECT rowid, embedding FROM flat WHERE rowid IN ({marks})", cands).fetchall()
+        mat = np.frombuffer(b"".join(g[1] for g in got), dtype=np.float32).reshape(len(got), -1)
+        order = np.argsort(-(mat @ q))[:K]
+        return [got[i][0] for i in order]
+
+    for pool in (200, 800):
+        answers, times = timed(lambda q: bit_search(q, pool), queries)
+        row(f"centred bit + rescore {pool}", answers, times, bits_s + flat_s)
+
+    # -- IVF as partition keys (lists of raw vectors, and of vectors less the corpus mean) --------
+    lists = max(16, int(round(np.sqrt(args.n))))
+    rng = np.random.default_rng(args.seed)
+    sample_ids = rng.choice(args.n, size=min(args.n, max(lists * 40, 20_000)), replace=False)
+    for label, shift in (("ivf", np.zeros_like(mean)), ("ivf centred", mean)):
+        started = time.perf_counter()
+        moved = vectors[sample_ids] - shift
+        moved /= np.linalg.norm(moved, axis=1, keepdims=True)
+        centroids = kmeans(moved, lists, args.seed)
+        assignment = assign_lists(vectors - shift, centroids)
+        table = "ivf_c" if shift.any() else "ivf"
+        conn.execute(f"CREATE VIRTUAL TABLE {table} USING vec0(list_id integer partition key, "
+                     "embedding float[384] distance_metric=cosine)")
+        with conn:
+            conn.executemany(f"INSERT INTO {table}(rowid, list_id, embedding) VALUES (?, ?, ?)",
+                             ((int(i), int(a), v.tobytes()) for i, a, v in zip(ids, assignment, vectors)))
+        ivf_s = time.perf_counter() - started
+        sizes = np.bincount(assignment, minlength=lists)
+
+        def ivf_search(q, probe, table=table, centroids=centroids, shift=shift):
+            nearest = np.argsort(-(centroids @ (q - shift)))[:probe]
+            marks = ",".join("?" * probe)
+            got = conn.execute(f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ? "
+                               f"AND list_id IN ({marks})", (q.tobytes(), K, *map(int, nearest))).fetchall()
+            got.sort(key=lambda r: r[1])
+            return [r[0] for r in got[:K]]
+
+        for probe in (8, 16, 32, 64):
+            answers, times = timed(lambda q: ivf_search(q, probe), queries)
+            row(f"{label} {lists} probe {probe}", answers, times, ivf_s)
+        print(f"{label}: list sizes p50 {np.median(sizes):.0f}, max {sizes.max()}", file=sys.stderr)
+
+    # -- int8 in memory ----------------------------------------------------------------------
+    started = time.perf_counter()
+    centred = vectors - mean
+    scale = np.abs(centred).max(axis=0) / 127  # per dimension: one outlier must not flatten the rest
+    codes = np.round(centred / scale).astype(np.int8)
+    int8_s = time.perf_counter() - started
+
+    def int8_search(q):
+        approx = codes.astype(np.float32, copy=False) @ ((q - mean) / scale)  # a float pass over int8 data
+        top = np.argpartition(-approx, 500)[:500]
+        exact = vectors[top] @ q
+        return list(ids[top[np.argsort(-exact)[:K]]])
+
+    answers, times = timed(int8_search, queries[: min(60, len(queries))])
+    rows.append(("int8 numpy + rescore 500", recall(answers, truth[: len(answers)]),
+                 np.percentile(times, 50), np.percentile(times, 95), int8_s))
+
+    base50, base95 = np.percentile(base_times, 50), np.percentile(base_times, 95)
+    print(f"\n{args.n:,} vectors, {len(queries)} queries; numpy float32 exact: p50 {base50:.1f} ms, p95 {base95:.1f} ms")
+    print(f"{'design':<28}{'recall@50':>10}{'p50 ms':>9}{'p50 x':>7}{'p95 ms':>9}{'p95 x':>7}{'build s':>9}  target")
+    for name, rec, p50, p95, build in rows:
+        ok = rec >= 0.95 and p50 <= 0.35 * base50 and p95 <= 0.6 * base95
+        print(f"{name:<28}{rec:>10.3f}{p50:>9.1f}{p50 / base50:>7.2f}{p95:>9.1f}{p95 / base95:>7.2f}{build:>9.1f}"
+              f"  {'met' if ok else 'missed'}")
+    print(f"\nrerun: .venv/bin/python bench/ann_bench.py --real-db {args.real_db} --queries-from {args.queries_from} "
+          f"--n {args.n} --queries {args.queries}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
