@@ -151,6 +151,7 @@ class WatchSettings:
     polling: str = setting(choices=("auto", "always", "never"))
     poll_interval_ms: int = setting(low=50)
     embed: bool = setting()
+    embed_budget_s: float = setting(above=0.0)
     retry_s: float = setting(above=0.0)
 
 

@@ -38,6 +38,7 @@ _STEP_MS = 50  # watchfiles yields once no new change came for this long
 class RunOutcome:
     status: str  # ok | locked (another job holds the lock: nothing ran) | failed | cancelled
     detail: str = ""
+    more: bool = False  # work is left (embedding stopped at its budget): another run follows
 
 
 @dataclass
@@ -130,6 +131,7 @@ class VaultWatcher:
         self._pending: set[str] = {CATCH_UP} if catch_up else set()
         self._due = time.monotonic()  # the pending changes are imported from this time on
         self._running = False
+        self._more = False  # the last run left work: the next one follows without a change
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -208,11 +210,12 @@ class VaultWatcher:
     def _imports(self) -> None:
         while True:
             with self._cond:
-                while not self._stop.is_set() and (not self._pending or time.monotonic() < self._due):
-                    self._cond.wait(None if not self._pending else max(0.0, self._due - time.monotonic()))
+                while not self._stop.is_set() and (
+                        not (self._pending or self._more) or time.monotonic() < self._due):
+                    self._cond.wait(max(0.0, self._due - time.monotonic()) if self._pending or self._more else None)
                 if self._stop.is_set():
                     return
-                batch, self._pending = frozenset(self._pending), set()
+                batch, self._pending, self._more = frozenset(self._pending), set(), False
                 self._running = True
                 self.runs += 1
             try:
@@ -228,5 +231,9 @@ class VaultWatcher:
                     self._due = max(self._due, time.monotonic() + self.retry_s)
             elif outcome.status == "ok":
                 self.on_change(VaultChange("done", batch))
+                if outcome.more:  # after a gap in which a waiting job takes the lock
+                    with self._cond:
+                        self._more = True
+                        self._due = max(self._due, time.monotonic() + self.quiet_s)
             else:
                 self.on_change(VaultChange(outcome.status, batch, outcome.detail))

@@ -22,7 +22,8 @@ class ChildImportRunner:
     """VaultWatcher's runner: one `mindtui --job watch --steps import[,embed]` child per run."""
 
     def __init__(self, settings: Settings, vault: Path) -> None:
-        self.settings = settings
+        # The child embeds for watch.embed_budget_s at most: the lock is free again soon.
+        self.settings = settings.with_values({"jobs": {"embed_budget_s": settings.watch.embed_budget_s}})
         self.vault = vault
         self._process: JobProcess | None = None
         self._cancelled = False
@@ -35,11 +36,14 @@ class ChildImportRunner:
                 return RunOutcome("cancelled", "the watcher is stopping")
             process = self._process = JobProcess(self.settings, WATCH_JOB, steps=steps, vault=self.vault)
         failures = []
+        more = False
         for event in process.events():
             if event["event"] != "step_done":
                 continue
             if event.get("status") == "ok" and event.get("step") == "import":
                 imported(event.get("report") or {})
+            elif event.get("status") == "ok" and event.get("step") == "embed":
+                more = bool((event.get("report") or {}).get("remaining"))
             elif event.get("status") == "failed":
                 failures.append(f"{event.get('step')}: {event.get('error')}")
         outcome = process.wait()
@@ -50,7 +54,7 @@ class ChildImportRunner:
         if not outcome.ok:
             tail = outcome.error or (outcome.stderr_tail[-1] if outcome.stderr_tail else "")
             return RunOutcome("failed", "; ".join(failures) or tail or f"exit code {outcome.returncode}")
-        return RunOutcome("ok")
+        return RunOutcome("ok", more=more)
 
     def cancel(self) -> None:
         with self._lock:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from mindtui.service import Service
 
 STATUS_INTERVAL_S = 2.0
+WATCH_START_S = 2.0
 WATCH_STOP_S = 2.0
 MODE_KEYS = (("search", "f2", "Search"), ("note", "f3", "Note"), ("curation", "f4", "Curation"),
              ("jobs", "f5", "Jobs"), ("knowledge", "f6", "Knowledge"))
@@ -119,7 +120,8 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
         if self.poll_status:
             self.set_interval(STATUS_INTERVAL_S, self.refresh_status)
         if self.watch_vault:
-            self.call_after_refresh(self.start_watching)
+            # Not at once: the first query typed gets the cores before the watcher's catch-up run.
+            self.set_timer(WATCH_START_S, self.start_watching)
         if self.load_model:
             # After the first paint: the screen is up before llama.cpp starts reading the model.
             self.call_after_refresh(self.preload_model)
