@@ -99,8 +99,8 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
     # e: the editor (here a script that appends a line) runs in the suspended app's terminal,
     # then the note is re-imported and shown with the new line.
     pane.keys("F2")
-    # alone: Textual drops text that arrives in the same read as a ctrl+u; the empty query's placeholder
-    pane.press("C-u", shows="search your notes")
+    # alone: Textual drops text that arrives in the same read as a ctrl+u
+    pane.press("C-u", shows="type to search")  # the query and its results cleared (its placeholder shows first)
     pane.press("Vergessenskurve", shows="Konzepte/Vergessenskurve.md")
     pane.press("Enter", shows="Next chunk")  # Note mode is on screen ...
     pane.wait_for("backlinks (")  # ... and the note is loaded (its neighbours come with it): e has a note to edit
