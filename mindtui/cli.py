@@ -14,6 +14,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -100,6 +101,15 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("vault_path", metavar="VAULT", type=Path, help="the vault folder")
     _mass_delete(index)
 
+    watch = sub.add_parser("watch", parents=[common], help="keep the index in step with the vault (headless)",
+                           description="Watch VAULT and import changed, added, moved and deleted notes "
+                                       "watch.quiet_s after the last change (a burst is one import), then embed "
+                                       "them, each run in a child at low priority under the job lock (a nightly "
+                                       "waits for it; it yields to a nightly). Ctrl-C exits 130, SIGTERM 0.")
+    watch.add_argument("--vault", dest="watch_vault", type=Path, default=argparse.SUPPRESS,
+                       help="the vault folder (default: config `vault`, else the one last imported)")
+    watch.add_argument("--polling", action="store_true",
+                       help="poll instead of file system events (default: watch.polling, auto = poll on nfs/cifs/sshfs)")
     sub.add_parser("tui", parents=[common], help="open the full-screen app (the default on a terminal)",
                    description="Search, notes with their neighbours, the curation queue and jobs, by keyboard. "
                                "`mindtui` with no command opens it too when stdin and stdout are a terminal.")
@@ -264,6 +274,40 @@ def _run_job(args, service: Service, job: str, vault: Path | None, steps: list[s
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
+def _watch(args, service: Service) -> int:
+    """Until SIGINT (exit 130) or SIGTERM (exit 0: how systemd stops a unit); each run's outcome on
+    stdout (a JSON line with --json), the rest on stderr."""
+    from mindtui.cli_text import watch_line
+
+    stopped: list[int] = []
+    wake = threading.Event()
+
+    def handler(signum, frame):
+        stopped.append(signum)
+        wake.set()
+
+    def on_change(change) -> None:
+        line, is_result = watch_line(change, args.json)
+        if is_result:
+            print(line, flush=True)
+        elif not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        watcher = service.watch(on_change, vault=getattr(args, "watch_vault", None) or args.vault,
+                                force_polling=True if args.polling else None)
+        try:
+            while not wake.wait(1.0):
+                pass
+        finally:
+            watcher.stop()
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+    return EXIT_INTERRUPTED if stopped and stopped[0] == signal.SIGINT else EXIT_OK
+
+
 def _search(args, service: Service) -> int:
     if args.opened and args.no_log:
         raise InputError("--opened records the search it came from: it cannot go with --no-log")
@@ -347,6 +391,8 @@ def _dispatch(args, service: Service) -> int:
         return _run_job(args, service, "embed", None, ["embed"])
     if command == "search":
         return _search(args, service)
+    if command == "watch":
+        return _watch(args, service)
     if command == "note":
         return _note(args, service)
     if command in ("neighbors", "neighbours"):

@@ -177,3 +177,21 @@ def ingest_text(results: list[dict]) -> str:
         counts[r["decision"]] = counts.get(r["decision"], 0) + 1
     lines.append(" · ".join(f"{k} {v}" for k, v in sorted(counts.items())) if results else "no proposals")
     return "\n".join(lines)
+
+
+def watch_line(change, as_json: bool) -> tuple[str, bool]:
+    """A VaultChange of `mindtui watch` as one line, and whether it is a result (stdout: an import
+    that reached the index) or a diagnostic (stderr)."""
+    paths = sorted(p for p in change.paths if p != ".")
+    report = change.report or {}
+    counts = {k: report.get(f"notes_{k}", 0) for k in ("added", "changed", "renamed", "deleted")}
+    if as_json and change.kind == "imported":
+        return json.dumps({"event": "imported", "paths": paths, **counts}, ensure_ascii=False), True
+    if change.kind == "imported":
+        what = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "") or "the vault"
+        return "imported " + what + ": " + ", ".join(f"{v} {k}" for k, v in counts.items()), True
+    if change.kind == "waiting":
+        return f"watch: another job holds the lock; trying again shortly ({change.detail})", False
+    if change.kind == "done":
+        return f"watch: done ({len(paths) or 'all'} path(s))", False
+    return f"watch: {change.detail or change.kind}", False

@@ -134,6 +134,8 @@ class RetentionSettings:
 @dataclass(frozen=True)
 class JobSettings:
     embed_budget_s: float = setting(low=0.0)
+    child_nice: int = setting(low=0, high=19)
+    wait_for_watch_s: float = setting(low=0.0)
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,16 @@ class KnowledgeSettings:
 
 
 @dataclass(frozen=True)
+class WatchSettings:
+    quiet_s: float = setting(above=0.0, high=60.0)
+    polling: str = setting(choices=("auto", "always", "never"))
+    poll_interval_ms: int = setting(low=50)
+    embed: bool = setting()
+    embed_budget_s: float = setting(above=0.0)
+    retry_s: float = setting(above=0.0)
+
+
+@dataclass(frozen=True)
 class Schema:
     """The whole file: top-level keys and one section per subsystem."""
 
@@ -174,6 +186,7 @@ class Schema:
     jobs: JobSettings = setting()
     curation: CurationSettings = setting()
     knowledge: KnowledgeSettings = setting()
+    watch: WatchSettings = setting()
 
 
 def _key(name: str) -> str:
@@ -366,6 +379,7 @@ class Settings:
         self.jobs = schema.jobs
         self.curation = schema.curation
         self.knowledge = schema.knowledge
+        self.watch = schema.watch
         self._schema = schema
 
     @property

@@ -99,8 +99,8 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
     # e: the editor (here a script that appends a line) runs in the suspended app's terminal,
     # then the note is re-imported and shown with the new line.
     pane.keys("F2")
-    # alone: Textual drops text that arrives in the same read as a ctrl+u; the empty query's placeholder
-    pane.press("C-u", shows="search your notes")
+    # alone: Textual drops text that arrives in the same read as a ctrl+u
+    pane.press("C-u", shows="type to search")  # the query and its results cleared (its placeholder shows first)
     pane.press("Vergessenskurve", shows="Konzepte/Vergessenskurve.md")
     pane.press("Enter", shows="Next chunk")  # Note mode is on screen ...
     pane.wait_for("backlinks (")  # ... and the note is loaded (its neighbours come with it): e has a note to edit
@@ -152,3 +152,70 @@ def wait_for_line(pane: Pane, index: int, text: str) -> None:
     while pane.screen().splitlines()[index].strip() != text:
         assert time.monotonic() < deadline, f"line {index} is not {text!r}:\n{pane.screen()}"
         time.sleep(0.05)
+
+
+def start_app(pane, db_path: Path, exit_file: Path, **env_extra: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k.startswith(("MINDTUI_", "XDG_")) or k in ("HOME", "PATH")}
+    env.update(env_extra)
+    command = " ".join([
+        "env", *(shlex.quote(f"{k}={v}") for k, v in env.items()), "TERM=xterm-256color",
+        shlex.quote(sys.executable), "-m", "mindtui", "--db", shlex.quote(str(db_path)), "tui",
+        ";", "echo", "$?", ">", shlex.quote(str(exit_file))])
+    pane.tmux("new-session", "-d", "-s", "main", "-x", "80", "-y", "24", command)
+
+
+def quit_app(pane, exit_file: Path) -> None:
+    pane.keys("C-q")
+    deadline = time.monotonic() + WAIT_S
+    while not (exit_file.exists() and exit_file.read_text().strip()):
+        assert time.monotonic() < deadline, pane.screen()
+        time.sleep(0.1)
+    assert exit_file.read_text().strip() == "0"
+
+
+def test_a_file_changed_outside_shows_in_search_and_in_the_open_note(pane, sample_vault, db_path, tmp_path,
+                                                                      real_model):
+    build_fixed_db(sample_vault.root, db_path)
+    exit_file = tmp_path / "exit-code"
+    start_app(pane, db_path, exit_file, MINDTUI_WATCH__EMBED="false")
+    pane.wait_for("cards")
+    note = sample_vault.root / "Konzepte/Vergessenskurve.md"
+    text = note.read_text(encoding="utf-8")
+
+    pane.keys("Quastenflosser")
+    pane.wait_for("full-text results only")  # answered (nothing matches: no vectors, no such word yet)
+    note.write_text(text.replace("Die Vergessenskurve beschreibt", "Quastenflosser beschreiben"), encoding="utf-8")
+    pane.wait_for("Konzepte/Vergessenskurve.md")  # the watcher imported it; the query ran again
+
+    pane.keys("Enter")
+    pane.wait_for("backlinks (")  # the note is open (its neighbours came with it)
+    note.write_text(text.replace("Die Vergessenskurve beschreibt", "Ein Quastenflosserlein beschreibt"),
+                    encoding="utf-8")
+    pane.wait_for("Ein Quastenflosserlein")  # reloaded in place, in the Note mode
+    quit_app(pane, exit_file)
+
+
+def test_a_big_note_opens_while_typing(pane, sample_vault, db_path, tmp_path, real_model, monkeypatch):
+    monkeypatch.setenv("MINDTUI_IMPORT__MAX_FILE_BYTES", "10000000")
+    items = "".join(f"- [[Plugin {n}|Erweiterung {n}]]: a plugin that does thing number {n}, in a sentence.\n"
+                    for n in range(15000))  # ~1.3 MB, one long list
+    sample_vault.write("Riesenliste.md", "---\ntype: hub\n---\n# Riesenliste\n\n" + items, dedent=False)
+    build_fixed_db(sample_vault.root, db_path)
+    exit_file = tmp_path / "exit-code"
+    start_app(pane, db_path, exit_file, MINDTUI_WATCH__EMBED="false")
+    pane.wait_for("cards")
+    pane.keys("Riesenliste")
+    pane.wait_for("Riesenliste.md")
+    pane.keys("Enter")
+    pane.wait_for("Erweiterung 0")  # the first screen, rendered: the link's label, not [[...]]
+    assert "[[Plugin" not in pane.screen()
+    pane.keys("F2")  # while the rest renders: back to Search and type
+    pane.wait_for("^f Filters")  # Search mode's footer
+    pane.keys("C-u")  # alone: text in the same read as ctrl+u is dropped (issue 23, item 3)
+    pane.wait_for("search your notes")
+    pane.keys("Vergessenskurve")
+    pane.wait_for("Konzepte/Vergessenskurve.md")
+    pane.keys("F3")
+    screen = pane.wait_for("Erweiterung 0")
+    assert "hub" in screen  # the frontmatter, as a table
+    quit_app(pane, exit_file)

@@ -74,10 +74,11 @@ def _running(app) -> list[str]:
 
 def pilot_app(service: Service):
     """The app as the Pilot and snapshot tests drive it: the given service, no model loading, no
-    status polling, no debounce (workers are waited for with settle)."""
+    status polling, no debounce (workers are waited for with settle), no live vault watcher."""
     from mindtui.tui.app import make_app
 
-    return make_app(service.settings, service=service, load_model=False, poll_status=False, debounce_s=0)
+    return make_app(service.settings, service=service, load_model=False, poll_status=False, debounce_s=0,
+                    watch_vault=False)
 
 
 @contextmanager

@@ -19,7 +19,7 @@ import apsw
 
 from mindtui.config import Settings
 from mindtui.errors import Cancelled, ConfigError, MindtuiError, OperationFailed
-from mindtui.jobs.lock import JobLock
+from mindtui.jobs.lock import WATCH_JOB, JobLock
 from mindtui.progress import NEVER_CANCELLED, CancelToken, StepProgress
 from mindtui.store import jobs as job_store
 from mindtui.store import open_database
@@ -198,7 +198,8 @@ STEPS: dict[str, Step] = {"import": import_step, "embed": embed_step, "graph": g
                           "consolidate": consolidate_step, "gaps": gaps_step, "maintain": maintain_step}
 JOBS: dict[str, list[str]] = {"nightly": ["import", "embed", "graph", "consolidate", "gaps", "maintain"],
                               "index": ["import"],
-                              "embed": ["embed"], "graph": ["graph"], "knowledge": ["consolidate", "gaps"]}
+                              "embed": ["embed"], "graph": ["graph"], "knowledge": ["consolidate", "gaps"],
+                              WATCH_JOB: ["import", "embed"]}  # the live vault's run (mindtui.jobs.watch)
 
 
 @dataclass
@@ -304,7 +305,7 @@ def _run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
     if settings.database.read_only:
         raise DatabaseReadOnlyError(f"{db_path}: database.read_only is set, and job {job!r} writes the database; "
                                     "unset the setting to run it (nothing was done)")
-    with JobLock(db_path):
+    with JobLock(db_path, job, settings.jobs.wait_for_watch_s):
         conn = open_database(db_path, busy_timeout_ms=settings.database.busy_timeout_ms)
         try:
             job_store.mark_interrupted(conn)

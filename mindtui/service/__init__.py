@@ -44,3 +44,7 @@ from mindtui.service.knowledge import KnowledgeView  # noqa: E402
 from mindtui.store.knowledge_store import STATUSES as KNOWLEDGE_STATUSES  # noqa: E402
 
 __all__ += ["Decision", "KNOWLEDGE_SCHEMA", "KNOWLEDGE_STATUSES", "KNOWLEDGE_TYPES", "KnowledgeView", "SEARCH_KINDS"]
+# The live vault (Service.watch).
+from mindtui.jobs.watch import VaultChange, VaultWatcher  # noqa: E402
+
+__all__ += ["VaultChange", "VaultWatcher"]

@@ -16,7 +16,7 @@ from typing import Callable
 
 from mindtui.audience import Audience
 from mindtui.config import Settings
-from mindtui.errors import NoteNotFound, NotAllowed
+from mindtui.errors import InputError, NoteNotFound, NotAllowed
 from mindtui.graph.neighbours import GROUPS, find_note, neighbours
 from mindtui.graph.stats import graph_stats
 from mindtui.jobs.runner import JOBS, JobHooks, run_job
@@ -308,6 +308,24 @@ class Service:
         self._owner_only("running jobs")
         return JobProcess(self.settings, job, steps=steps, vault=vault, allow_mass_delete=allow_mass_delete,
                           on_event=on_event)
+
+    def watch(self, on_change: Callable | None = None, *, vault: Path | None = None, catch_up: bool = True,
+              force_polling: bool | None = None):
+        """The live vault: a started VaultWatcher (jobs.watch) that imports changed, added, moved and
+        deleted notes watch.quiet_s after the last change, each run in a job child (service.watching)
+        under the job lock. on_change gets its VaultChange events (in its thread); stop() it when done.
+        InputError when no vault is known."""
+        from mindtui.jobs.watch import VaultWatcher
+        from mindtui.service.watching import ChildImportRunner
+
+        self._owner_only("watching the vault")
+        root = vault or self.vault_root()
+        if root is None:
+            raise InputError("no vault to watch: pass --vault PATH, set `vault:` in the config, or import one first")
+        if not Path(root).is_dir():
+            raise InputError(f"the vault {root} is not a folder")
+        return VaultWatcher(Path(root), self.settings, ChildImportRunner(self.settings, Path(root)), on_change,
+                            catch_up=catch_up, force_polling=force_polling).start()
 
     def job_history(self, limit: int = 50) -> list[dict]:
         """The last `limit` job invocations, newest first: job, batch_id, status (running, ok, failed,

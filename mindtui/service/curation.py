@@ -184,6 +184,10 @@ class CurationDesk:
         return notices
 
     # -- keeping the index in step ---------------------------------------------------------
+    def _lock(self) -> JobLock:
+        """The job lock; a live-vault import holding it is waited for (it is short)."""
+        return JobLock(self.db_path, "curation", self.settings.jobs.wait_for_watch_s)
+
     def _finish_interrupted(self, ctx: EditContext) -> None:
         """An answer killed before its files were all written is finished first (and imported)."""
         if ctx.vault is not None and actions.finish_pending(ctx):
@@ -194,7 +198,7 @@ class CurationDesk:
         if vault is None:
             return ["no vault known: the change is imported by the next import"]
         try:
-            with JobLock(self.db_path):
+            with self._lock():
                 VaultImporter(conn, vault, self.registry(), self.settings).run()
                 refresh(conn, self.settings, kinds=LINK_KINDS)
         except JobLockedError:
@@ -207,7 +211,7 @@ class CurationDesk:
         if vault is None:
             return ["no vault known: the change graph is rebuilt by the next graph step"]
         try:
-            with JobLock(self.db_path):
+            with self._lock():
                 self._change_graph_and_cards(conn, vault, (MassEdit.name,))
         except JobLockedError:
             return [LOCKED_NOTICE]
@@ -220,7 +224,7 @@ class CurationDesk:
     def refresh(self) -> dict:
         """Every kind, as the nightly graph step does it (the change graph is rebuilt for the mass
         edits); JobLockedError while another job runs."""
-        with self.pool.connection() as pooled, JobLock(self.db_path):
+        with self.pool.connection() as pooled, self._lock():
             vault = self._vault(pooled.conn)
             if vault is None:
                 return refresh(pooled.conn, self.settings).as_dict()

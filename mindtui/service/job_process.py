@@ -99,6 +99,8 @@ class JobProcess:
 
     def __init__(self, settings: Settings, job: str, *, steps: list[str] | None = None, vault: Path | None = None,
                  allow_mass_delete: bool = False, on_event: EventCallback | None = None) -> None:
+        """The child runs jobs.child_nice nicer than this process: its parsing and embedding take
+        the cores only when the front end (keys, rendering) does not need them."""
         self.job = job
         self.command = job_command(settings.db_path, job, steps, vault, allow_mass_delete)
         self._on_event = on_event
@@ -121,6 +123,7 @@ class JobProcess:
         except OSError:
             self._config.unlink(missing_ok=True)
             raise
+        _lower_priority(self._proc.pid, settings.jobs.child_nice)
         self._stdout_reader = threading.Thread(target=self._read_stdout, name=f"job-{job}-stdout", daemon=True)
         self._stderr_reader = threading.Thread(target=self._read_stderr, name=f"job-{job}-events", daemon=True)
         self._stdout_reader.start()
@@ -232,6 +235,17 @@ class JobProcess:
             self._deliver(self._outcome.as_event())
         finally:
             self._done.set()
+
+
+def _lower_priority(pid: int, nice: int) -> None:
+    """Right after the spawn the child is one thread (Python starts none of its own), and the
+    threads it starts later (llama.cpp's) inherit its priority."""
+    if nice <= 0:
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, min(19, os.getpriority(os.PRIO_PROCESS, 0) + nice))
+    except (ProcessLookupError, PermissionError):  # it is gone already, or a policy forbids it: it runs as it is
+        return
 
 
 def _write_config(settings: Settings) -> Path:

@@ -24,6 +24,7 @@ from mindtui.tui.curation_screen import CurationScreen
 from mindtui.tui.help_screen import HelpScreen
 from mindtui.tui.jobs_screen import JobsScreen
 from mindtui.tui.key_order import KeepsKeyOrder
+from mindtui.tui.lazy import service_api
 from mindtui.tui.knowledge_screen import KnowledgeScreen
 from mindtui.tui.note_screen import NoteScreen
 from mindtui.tui.search_screen import DEBOUNCE_S, SearchScreen
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from mindtui.service import Service
 
 STATUS_INTERVAL_S = 2.0
+WATCH_START_S = 2.0
+WATCH_STOP_S = 2.0
 MODE_KEYS = (("search", "f2", "Search"), ("note", "f3", "Note"), ("curation", "f4", "Curation"),
              ("jobs", "f5", "Jobs"), ("knowledge", "f6", "Knowledge"))
 
@@ -42,6 +45,14 @@ class StatusRead(Message):
     def __init__(self, info: StatusInfo) -> None:
         super().__init__()
         self.info = info
+
+
+class VaultChanged(Message):
+    """The live vault's watcher said something (see jobs.watch.VaultChange), posted from its thread."""
+
+    def __init__(self, change) -> None:
+        super().__init__()
+        self.change = change
 
 
 class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
@@ -66,10 +77,16 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
 
     status_text: reactive[str] = reactive("mindtui · reading the database…")
     model_state: reactive[str] = reactive("not loaded")
+    # Bumped when the live vault's watcher has imported changes (the paths: vault_paths); Search
+    # runs its query again, Note reloads its note in place when it changed.
+    vault_generation: reactive[int] = reactive(0)
 
     def __init__(self, settings: Settings, *, service: "Service | None" = None, load_model: bool = True,
-                 poll_status: bool = True, debounce_s: float = DEBOUNCE_S) -> None:
+                 poll_status: bool = True, debounce_s: float = DEBOUNCE_S, watch_vault: bool = True) -> None:
         super().__init__()
+        self.watch_vault = watch_vault
+        self.watcher = None  # the live vault's VaultWatcher, once started
+        self.vault_paths: frozenset[str] = frozenset()  # what the last import of the watcher brought in
         self.debounce_s = debounce_s
         self.settings = settings
         self._service = service
@@ -105,6 +122,9 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
         self.refresh_status()
         if self.poll_status:
             self.set_interval(STATUS_INTERVAL_S, self.refresh_status)
+        if self.watch_vault:
+            # Not at once: the first query typed gets the cores before the watcher's catch-up run.
+            self.set_timer(WATCH_START_S, self.start_watching)
         if self.load_model:
             # After the first paint: the screen is up before llama.cpp starts reading the model.
             self.call_after_refresh(self.preload_model)
@@ -124,11 +144,16 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
         super()._handle_exception(error)
 
     def stop_jobs(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop(timeout=0)  # its run in progress stops at its next safe point
         for process in self.jobs:
             if process.running:
                 process.cancel()
 
     def on_unmount(self) -> None:
+        if self.watcher is not None:
+            # A run in progress is told to stop at its next safe point; quitting does not wait for it.
+            self.watcher.stop(timeout=WATCH_STOP_S)
         if self._owns_service and self._service is not None:
             self._service.close()
 
@@ -146,6 +171,25 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
             raise
         finally:
             self._service_ready.set()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="watch")
+    def start_watching(self) -> None:
+        """The live vault: changes on disk are imported in a job child while the app runs."""
+        try:
+            self.watcher = self.service.watch(lambda change: self.post_message(VaultChanged(change)))
+        except service_api().InputError as exc:  # no vault known yet: nothing to watch
+            self.call_from_thread(self.notify, f"the vault is not watched: {exc}", severity="warning")
+
+    @on(VaultChanged)
+    def _vault_changed(self, message: VaultChanged) -> None:
+        change = message.change
+        if change.kind == "imported":
+            self.vault_paths = change.paths
+            self.vault_generation += 1
+        elif change.kind == "done":
+            self.refresh_status()  # the embedding coverage moved
+        elif change.kind == "failed":
+            self.notify(f"live vault: {change.detail}", severity="warning")
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="model")
     def preload_model(self) -> None:
@@ -225,9 +269,10 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
 
 
 def make_app(settings: Settings, *, service: "Service | None" = None, load_model: bool = True,
-             poll_status: bool = True, debounce_s: float = DEBOUNCE_S) -> MindtuiApp:
+             poll_status: bool = True, debounce_s: float = DEBOUNCE_S, watch_vault: bool = True) -> MindtuiApp:
     """The app for `mindtui`, Pilot tests and snapshot tests alike. Tests pass their own service
     (a fixed database), load_model=False (no model thread), poll_status=False (no timer) and
-    debounce_s=0 (the hybrid search starts on the next tick, so waiting for workers suffices)."""
+    debounce_s=0 (the hybrid search starts on the next tick, so waiting for workers suffices) and
+    watch_vault=False (no watcher thread and job children) unless they test the live vault."""
     return MindtuiApp(settings, service=service, load_model=load_model, poll_status=poll_status,
-                      debounce_s=debounce_s)
+                      debounce_s=debounce_s, watch_vault=watch_vault)

@@ -11,7 +11,7 @@ import re
 from urllib.parse import quote, unquote
 
 WIKILINK_SCHEME = "note:"
-_FRONTMATTER = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
+_FRONTMATTER = re.compile(r"\A---[ \t]*\n(?P<block>.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 _CALLOUT = re.compile(r"^(?P<quote>(?:>\s*)+)\[!(?P<kind>[^\]]+)\](?P<fold>[+-]?)\s*(?P<title>.*)$")
 _WIKILINK = re.compile(r"(?P<embed>!?)\[\[(?P<target>[^\]|#^]*)(?P<sub>[#^][^\]|]*)?(?:\|(?P<label>[^\]]*))?\]\]")
 _COMMENT = re.compile(r"%%.*?%%", re.DOTALL)
@@ -46,13 +46,19 @@ def _link(match: re.Match) -> str:
     return f"[{label}]({link_href(target)})"
 
 
+def _label(match: re.Match) -> str:
+    """A wikilink as the words it shows (a frontmatter value is plain text)."""
+    return (match.group("label") or "").strip() or match.group("target").strip()
+
+
 def _inline(line: str) -> str:
     return _HIGHLIGHT.sub(r"**\1**", _WIKILINK.sub(_link, line))
 
 
-def readable(text: str) -> str:
-    """The note's body as CommonMark: frontmatter dropped, callouts titled, links followable."""
-    body = _COMMENT.sub("", strip_frontmatter(text))
+def readable(text: str, frontmatter: bool = True) -> str:
+    """The note's body as CommonMark: frontmatter dropped, callouts titled, links followable.
+    frontmatter=False: a part of a note after its start (a page), where `---` is a rule."""
+    body = _COMMENT.sub("", strip_frontmatter(text) if frontmatter else text)
     out: list[str] = []
     fenced = False
     for line in body.splitlines():
@@ -85,3 +91,61 @@ def wikilinks(text: str) -> list[tuple[str, str]]:
         seen.add(target.lower())
         found.append((target, (match.group("label") or "").strip() or target))
     return found
+
+
+def frontmatter_rows(text: str) -> list[tuple[str, str]]:
+    """The frontmatter's keys and values as text (lists joined, nested values as YAML flow,
+    wikilinks as their labels);
+    a block that is not valid YAML: each of its lines as it is."""
+    import yaml
+
+    match = _FRONTMATTER.match(text)
+    if not match:
+        return []
+    block = match.group("block")
+    try:
+        data = yaml.safe_load(block)
+    except yaml.YAMLError:
+        data = None
+    if not isinstance(data, dict):
+        return [("", line) for line in block.splitlines() if line.strip()]
+
+    def shown(value) -> str:
+        if isinstance(value, list):
+            return ", ".join(shown(v) for v in value if v is not None)
+        if isinstance(value, dict):
+            return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True).strip()
+        return "" if value is None else _WIKILINK.sub(_label, str(value))
+
+    return [(str(key), shown(value)) for key, value in data.items()]
+
+
+_TOP_LEVEL_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])[ \t]")
+
+
+def split_pages(markdown: str, page_chars: int) -> list[str]:
+    """CommonMark cut into pages of about page_chars, each rendering as it would inside the whole:
+    cuts fall only before a top-level block that follows a blank line, or before a top-level list
+    item (a long list becomes several lists, which look the same), never inside a fence or a
+    %%comment%%. Works on Obsidian markdown as well as on CommonMark."""
+    lines = markdown.splitlines(keepends=True)
+    pages: list[str] = []
+    page: list[str] = []
+    size = 0
+    fenced = commented = False
+    previous = ""
+    for line in lines:
+        if size >= page_chars and not fenced and not commented and line.strip() and not line[0].isspace() and (
+                not previous.strip() or (_TOP_LEVEL_ITEM.match(line) and _TOP_LEVEL_ITEM.match(previous))):
+            pages.append("".join(page))
+            page, size = [], 0
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and line.count("%%") % 2:
+            commented = not commented
+        page.append(line)
+        size += len(line)
+        previous = line
+    if page:
+        pages.append("".join(page))
+    return pages

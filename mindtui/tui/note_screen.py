@@ -21,7 +21,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Markdown, Static, Tree
 
 from mindtui.tui.lazy import service_api
-from mindtui.tui.note_markdown import href_target, readable, wikilinks
+from mindtui.tui.note_markdown import frontmatter_rows, href_target, readable, split_pages, strip_frontmatter
+from mindtui.tui.note_markdown import wikilinks
+from mindtui.tui.note_pages import PAGE_CHARS, PagedMarkdown, properties_table
 from mindtui.tui.picker import Choice, PickerScreen
 from mindtui.tui.status import StatusBar, cut
 from mindtui.tui.worker_errors import ReportsWorkerErrors
@@ -32,7 +34,22 @@ if TYPE_CHECKING:
 GROUP_LABELS = {"links_out": "links", "backlinks": "backlinks", "relations": "relations",
                 "type_defaults": "type defaults", "change": "edited together", "search": "found together",
                 "suggestions": "suggestions"}
-MARKDOWN_LIMIT = 200_000  # larger notes are shown as plain text: rendering them would stall the screen
+# Longer text is shown page by page (note_pages): Textual's Markdown widget takes ~1 ms of the
+# event loop per block, all at once.
+PAGED_FROM = 20_000
+NEIGHBOURS_SHOWN = 200  # per group: a hub note's 1,800 links as tree nodes took the event loop for a while
+
+
+class Prepared:
+    """A note's text made ready for the screen in the loading worker: its CommonMark, or its
+    pages when it is long (made readable as they render: on 5 MB all at once takes ~1 s), and
+    its frontmatter."""
+
+    def __init__(self, text: str) -> None:
+        paged = len(text) > PAGED_FROM
+        self.markdown = "" if paged else readable(text)  # a long one is made readable page by page
+        self.pages = split_pages(strip_frontmatter(text), PAGE_CHARS) if paged else None
+        self.properties = frontmatter_rows(text)
 
 
 TREE_GUIDE = 4  # the columns a tree leaf's guide lines take ("├── ")
@@ -100,9 +117,14 @@ class NoteScreen(ReportsWorkerErrors, Screen):
             self.name, self.remember = name, remember
 
     class Loaded(Message):
-        def __init__(self, note: NoteView, neighbours: NeighboursView, items: list, remember: bool) -> None:
+        def __init__(self, note: NoteView, neighbours: NeighboursView, items: list, remember: bool,
+                     prepared: Prepared, keep_place: bool = False) -> None:
             super().__init__()
             self.note, self.neighbours, self.items, self.remember = note, neighbours, items, remember
+            self.prepared, self.keep_place = prepared, keep_place
+
+    class Gone(Message):
+        """The open note was deleted on disk (the live vault imported that)."""
 
     class EditFile(Message):
         def __init__(self, path: Path) -> None:
@@ -115,6 +137,7 @@ class NoteScreen(ReportsWorkerErrors, Screen):
         self.neighbours: NeighboursView | None = None
         self.items: list = []  # knowledge items about this note or taken from it
         self.chunk_index: int | None = None  # None: the whole note
+        self.prepared: Prepared | None = None
         self.back_stack: list[str] = []
         self.forward_stack: list[str] = []
 
@@ -122,7 +145,9 @@ class NoteScreen(ReportsWorkerErrors, Screen):
         yield Static("no note open: find one in Search (F2)", id="note-header")
         with Horizontal(id="note-body"):
             with VerticalScroll(id="note-scroll"):
+                yield Static("", id="note-properties")
                 yield Markdown("", id="note-text", open_links=False)
+            yield PagedMarkdown(id="note-pages")
             with Vertical(id="note-side"):
                 yield Tree("neighbours", id="neighbours")
                 yield Static("", id="neighbour-detail")
@@ -131,6 +156,8 @@ class NoteScreen(ReportsWorkerErrors, Screen):
 
     def on_mount(self) -> None:
         self.query_one("#neighbours", Tree).show_root = False
+        self.query_one("#note-pages").display = False
+        self.watch(self.app, "vault_generation", self._vault_changed, init=False)
         if self.app.pending_note:
             self.post_message(self.Open(self.app.pending_note))
 
@@ -145,11 +172,17 @@ class NoteScreen(ReportsWorkerErrors, Screen):
         self.load(message.name, message.remember)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="note-load")
-    def load(self, name: str, remember: bool = True) -> None:
-        note = self.app.service.note(name, with_chunks=True)
+    def load(self, name: str, remember: bool = True, keep_place: bool = False) -> None:
+        try:
+            note = self.app.service.note(name, with_chunks=True)
+        except service_api().NoteNotFound:
+            if not keep_place:
+                raise
+            self.post_unless_cancelled(self.Gone())  # a reload: the note went away on disk
+            return
         neighbours = self.app.service.neighbours(note.note_id)
         items = self.app.service.knowledge_for_note(note.note_id)
-        self.post_unless_cancelled(self.Loaded(note, neighbours, items, remember))
+        self.post_unless_cancelled(self.Loaded(note, neighbours, items, remember, Prepared(note.text), keep_place))
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
@@ -158,12 +191,29 @@ class NoteScreen(ReportsWorkerErrors, Screen):
             self.forward_stack.clear()
             self.record_use(message.note.note_id, "follow", via=self.note.note_id)
         self.note, self.neighbours, self.items = message.note, message.neighbours, message.items
+        self.prepared = message.prepared
         self.app.pending_note = message.note.note_id
-        self.chunk_index = None
-        self._render_text()
+        if not message.keep_place or self.chunk_index is None or self.chunk_index >= len(message.note.chunks):
+            self.chunk_index = None
+        self._render_text(keep_place=message.keep_place)
         self._render_neighbours()
 
-    def _render_text(self) -> None:
+    @on(Gone)
+    def _gone(self) -> None:
+        if self.note is not None:
+            self.notify(f"{self.note.path} was deleted on disk", severity="warning")
+            self.query_one("#note-header", Static).update(f"{self.note.title}  ·  deleted on disk")
+
+    def _vault_changed(self, generation: int) -> None:
+        """The live vault imported changes: reload the open note in place when it is one of them
+        (a rename reports the old path too; a folder's move or the first run may cover it)."""
+        note, paths = self.note, self.app.vault_paths
+        if note is None:
+            return
+        if any(path == note.path or path == "." or note.path.startswith(path.rstrip("/") + "/") for path in paths):
+            self.load(note.note_id, remember=False, keep_place=True)
+
+    def _render_text(self, keep_place: bool = False) -> None:
         note = self.note
         if note is None:
             return
@@ -175,18 +225,26 @@ class NoteScreen(ReportsWorkerErrors, Screen):
             header += (f"\nchunk {self.chunk_index + 1}/{len(note.chunks)}"
                        f"{'  ·  ' + chunk.heading_path if chunk.heading_path else ''}"
                        f"  ·  lines {chunk.line_start}-{chunk.line_end}")
-            body = chunk.text
+            prepared = Prepared(chunk.text)  # a chunk is short (<= 512 tokens): at once
         else:
-            body = note.text
+            prepared = self.prepared or Prepared(note.text)
             if note.text_source != "file":
                 header += f"\n({'changed on disk since the import' if note.text_source == 'file-changed' else 'from the index: the file is not readable'})"
         self.query_one("#note-header", Static).update(header)
-        markdown = self.query_one("#note-text", Markdown)
-        if len(body) > MARKDOWN_LIMIT:
-            markdown.update("```\n" + body.replace("```", "ˋˋˋ") + "\n```")
-        else:
-            markdown.update(readable(body))
-        self.query_one("#note-scroll").scroll_home(animate=False)
+        scroll, pages = self.query_one("#note-scroll"), self.query_one("#note-pages", PagedMarkdown)
+        scroll.display, pages.display = prepared.pages is None, prepared.pages is not None
+        if prepared.pages is not None:
+            pages.show(prepared.pages, prepared.properties if self.chunk_index is None else None,
+                       keep_place=keep_place)
+            return
+        pages.clear()
+        top = scroll.scroll_y if keep_place else 0
+        properties = self.query_one("#note-properties", Static)
+        shown = bool(prepared.properties) and self.chunk_index is None
+        properties.display = shown
+        properties.update(properties_table(prepared.properties) if shown else "")
+        self.query_one("#note-text", Markdown).update(prepared.markdown)
+        scroll.call_after_refresh(lambda: scroll.scroll_to(y=top, animate=False))
 
     def _render_neighbours(self) -> None:
         tree = self.query_one("#neighbours", Tree)
@@ -203,8 +261,11 @@ class NoteScreen(ReportsWorkerErrors, Screen):
                 continue
             rows = one_per_note(entries)
             branch = tree.root.add(f"{GROUP_LABELS.get(group, group)} ({len(rows)})", expand=True, data=None)
-            for entry, kinds in rows:
+            for entry, kinds in rows[:NEIGHBOURS_SHOWN]:
                 branch.add_leaf(entry_label(entry, room), data=(group, entry, kinds))
+            if len(rows) > NEIGHBOURS_SHOWN:
+                branch.add_leaf(f"… {len(rows) - NEIGHBOURS_SHOWN:,} more"
+                                + (" (l lists every link)" if group == "links_out" else ""))
         if not any(groups.values()) and not self.items:
             tree.root.add_leaf("nothing belongs with this note yet")
         self.query_one("#neighbour-detail", Static).update("")
@@ -239,6 +300,7 @@ class NoteScreen(ReportsWorkerErrors, Screen):
             self.notify(f"{data[1].path} is not in the index", severity="warning")
 
     @on(Markdown.LinkClicked, "#note-text")
+    @on(PagedMarkdown.LinkClicked, "#note-pages")
     def _link_clicked(self, event: Markdown.LinkClicked) -> None:
         target = href_target(event.href)
         if target:

@@ -139,6 +139,7 @@ class SearchScreen(ReportsWorkerErrors, Screen):
     def on_mount(self) -> None:
         self.query_one("#query", Input).focus()
         self.watch(self.app, "model_state", self._model_state_changed, init=False)
+        self.watch(self.app, "vault_generation", self._vault_changed, init=False)
 
     def on_screen_resume(self) -> None:
         """Back in Search mode, the user wants to type: the query field takes the keys."""
@@ -182,6 +183,11 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         if state == "ready" and self._hybrid_waits_for_model and self.query_text.strip():
             self._hybrid_waits_for_model = False
             self.run_hybrid(self.generation, self.query_text, self._options("hybrid"))
+
+    def _vault_changed(self, generation: int) -> None:
+        """The live vault imported changes: the query's results may be different now."""
+        if self.query_text.strip():
+            self.search_now()
 
     # -- workers -------------------------------------------------------------------------
     @work(thread=True, exclusive=True, exit_on_error=False, group="search-fts")

@@ -1,0 +1,239 @@
+"""The live vault: watch a vault folder and import what changed, debounced.
+
+Two threads. One follows the file system with watchfiles (a maintained watcher on the Rust
+`notify` crate: inotify, FSEvents, ReadDirectoryChangesW, or polling, which is what a network
+file system needs: there the kernel sees no remote change) and collects the vault-relative paths
+of changed notes. The other waits until no change has come for `watch.quiet_s`, then hands the
+whole set to an import runner (the front end's: the service runs it in a job child). A burst of
+writes (a git checkout) is therefore one import; changes that arrive while one runs are the next.
+
+The import is incremental (unchanged files are skipped by size and mtime), so a run covers
+renames and deletions without being told which files they were. It runs under the job lock as
+job `watch`: when another job holds the lock the runner says `locked`, and the watcher yields
+(keeps the changes, tries again `watch.retry_s` later); a job that finds the watcher holding it
+waits for it (see jobs.lock). Nothing here imports a front end.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Protocol
+
+from mindtui.config import Settings
+from mindtui.text.globs import excluded_by
+
+# File system types where kernel change events do not see other machines' writes.
+NETWORK_FILE_SYSTEMS = frozenset({
+    "nfs", "nfs4", "cifs", "smb3", "smbfs", "afs", "9p", "ceph", "glusterfs", "lustre", "gpfs",
+    "fuse.sshfs", "fuse.rclone", "fuse.s3fs", "fuse.davfs2", "davfs", "fuse.glusterfs"})
+CATCH_UP = "."  # the pending "path" of the first run: whatever changed while nothing watched
+_STEP_MS = 50  # watchfiles yields once no new change came for this long
+
+
+@dataclass
+class RunOutcome:
+    status: str  # ok | locked (another job holds the lock: nothing ran) | failed | cancelled
+    detail: str = ""
+    more: bool = False  # work is left (embedding stopped at its budget): another run follows
+
+
+@dataclass
+class VaultChange:
+    """What the watcher tells its front end (in the watcher's thread: hand it to the UI yourself).
+
+    kind: `imported` (the changes are in the index: search finds them; `report` is the import
+    step's), `done` (the run ended, embedding included), `waiting` (another job holds the lock),
+    `failed` (detail says why), `watching` (detail: how it watches)."""
+
+    kind: str
+    paths: frozenset[str]
+    detail: str = ""
+    report: dict | None = None
+
+
+class ImportRunner(Protocol):
+    def run(self, paths: frozenset[str], imported: Callable[[dict], None]) -> RunOutcome:
+        """Import the vault (the changed paths are a hint); call `imported(report)` once the index has them."""
+
+    def cancel(self) -> None:
+        """Stop a run at its next safe point (called from another thread)."""
+
+
+def on_network_file_system(path: Path, mounts: Path = Path("/proc/mounts")) -> bool:
+    """True when the folder lies on a network file system (read from /proc/mounts; elsewhere False)."""
+    try:
+        lines = mounts.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return False
+    target = os.path.realpath(path)
+    best, kind = "", ""
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        point = parts[1].replace("\\040", " ")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) > len(best):
+            best, kind = point, parts[2]
+    return kind in NETWORK_FILE_SYSTEMS
+
+
+class NoteFilter:
+    """Which file system paths concern the index: .md files (and folders, whose move or deletion
+    moves or deletes notes) outside dot folders and outside import.exclude."""
+
+    def __init__(self, vault: Path, exclude: Iterable[str]) -> None:
+        self.root = os.path.abspath(vault)  # not resolved: the watcher reports paths under the one it was given
+        self.exclude = list(exclude)
+
+    def relative(self, path: str) -> str | None:
+        """The vault-relative path of a change that concerns the index, else None."""
+        rel = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
+        parts = rel.split("/")
+        if rel == "." or parts[0] == ".." or any(part.startswith(".") for part in parts):
+            return None
+        name = parts[-1]
+        if "." in name and not name.lower().endswith(".md"):
+            return None  # an attachment, a temporary file of an editor
+        if excluded_by(rel, self.exclude) is not None:
+            return None
+        return rel
+
+    def __call__(self, change, path: str) -> bool:  # watchfiles' watch_filter
+        return self.relative(path) is not None
+
+
+class VaultWatcher:
+    """Watches `vault` and runs `runner` for its changes. start(), then stop() (or use `with`)."""
+
+    def __init__(self, vault: Path, settings: Settings, runner: ImportRunner,
+                 on_change: Callable[[VaultChange], None] | None = None, *, catch_up: bool = True,
+                 force_polling: bool | None = None) -> None:
+        """catch_up: the first run comes right after start (changes made while nothing watched).
+        force_polling: None decides by watch.polling (auto: poll on a network file system)."""
+        self.vault = Path(vault)
+        self.settings = settings
+        self.runner = runner
+        self.on_change = on_change or (lambda change: None)
+        self.quiet_s = settings.watch.quiet_s
+        self.retry_s = settings.watch.retry_s
+        self.filter = NoteFilter(self.vault, settings.import_.exclude)
+        if force_polling is None:
+            mode = settings.watch.polling
+            force_polling = mode == "always" or (mode == "auto" and on_network_file_system(self.vault))
+        self.polling = force_polling
+        self.runs = 0  # runs started (a locked one included)
+        self._cond = threading.Condition()
+        self._pending: set[str] = {CATCH_UP} if catch_up else set()
+        self._due = time.monotonic()  # the pending changes are imported from this time on
+        self._running = False
+        self._more = False  # the last run left work: the next one follows without a change
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # -- lifetime --------------------------------------------------------------------------
+    def start(self) -> "VaultWatcher":
+        if not self.vault.is_dir():
+            raise FileNotFoundError(f"the vault {self.vault} is not a folder")
+        self._threads = [threading.Thread(target=self._watch, name="vault-watch", daemon=True),
+                         threading.Thread(target=self._imports, name="vault-import", daemon=True)]
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """True once the file system watch is in place (changes from now on are seen)."""
+        return self._ready.wait(timeout)
+
+    def stop(self, timeout: float | None = 30.0) -> None:
+        """Stop watching; a run in progress is cancelled at its next safe point and waited for."""
+        self._stop.set()
+        with self._cond:
+            running = self._running
+            self._cond.notify_all()
+        if running:
+            self.runner.cancel()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    def __enter__(self) -> "VaultWatcher":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing pending and no run in progress."""
+        with self._cond:
+            return not self._pending and not self._running
+
+    # -- changes ---------------------------------------------------------------------------
+    def notice(self, paths: Iterable[str]) -> None:
+        """Vault-relative paths that changed: imported once no change has come for quiet_s."""
+        paths = set(paths)
+        if not paths:
+            return
+        with self._cond:
+            self._pending |= paths
+            self._due = max(self._due, time.monotonic() + self.quiet_s)
+            self._cond.notify_all()
+
+    def _watch(self) -> None:
+        import watchfiles
+
+        polling = self.polling
+        while not self._stop.is_set():
+            how = "polling" if polling else "file system events"
+            self.on_change(VaultChange("watching", frozenset(), f"watching {self.vault} ({how})"))
+            try:
+                for changes in watchfiles.watch(
+                        self.filter.root, watch_filter=self.filter, step=_STEP_MS, stop_event=self._stop,
+                        force_polling=polling, poll_delay_ms=self.settings.watch.poll_interval_ms,
+                        rust_timeout=1000, yield_on_timeout=True, raise_interrupt=False,
+                        ignore_permission_denied=True):
+                    self._ready.set()  # the first (empty) yield on timeout: the watch is in place
+                    self.notice(rel for _, path in changes if (rel := self.filter.relative(path)))
+                return
+            except (OSError, RuntimeError) as exc:  # e.g. the inotify watch limit, a vanished vault
+                if polling or self._stop.is_set():
+                    self.on_change(VaultChange("failed", frozenset(), f"the vault is not watched any more: {exc}"))
+                    return
+                self.on_change(VaultChange("failed", frozenset(), f"file system events failed ({exc}); polling"))
+                polling = self.polling = True
+
+    def _imports(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stop.is_set() and (
+                        not (self._pending or self._more) or time.monotonic() < self._due):
+                    self._cond.wait(max(0.0, self._due - time.monotonic()) if self._pending or self._more else None)
+                if self._stop.is_set():
+                    return
+                batch, self._pending, self._more = frozenset(self._pending), set(), False
+                self._running = True
+                self.runs += 1
+            try:
+                outcome = self.runner.run(batch, lambda report: self.on_change(
+                    VaultChange("imported", batch, report=report)))
+            finally:
+                with self._cond:
+                    self._running = False
+            if outcome.status == "locked":
+                self.on_change(VaultChange("waiting", batch, outcome.detail))
+                with self._cond:
+                    self._pending |= batch
+                    self._due = max(self._due, time.monotonic() + self.retry_s)
+            elif outcome.status == "ok":
+                self.on_change(VaultChange("done", batch))
+                if outcome.more:  # after a gap in which a waiting job takes the lock
+                    with self._cond:
+                        self._more = True
+                        self._due = max(self._due, time.monotonic() + self.quiet_s)
+            else:
+                self.on_change(VaultChange(outcome.status, batch, outcome.detail))

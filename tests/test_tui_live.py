@@ -1,0 +1,121 @@
+"""The TUI with the vault: a big note opens page by page while keys keep working, and the live
+vault's watcher (real watchfiles, real job children) brings a change on disk into the open note
+and into the search results. Every wait is on a condition (see tui_support.settle, wait_for)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from tui_support import no_model, pilot_app
+
+from mindtui.audience import Audience
+from mindtui.config import load_settings
+from mindtui.models.holder import ModelHolder
+from mindtui.service import Service
+from mindtui.tui.app import make_app
+from mindtui.tui.note_pages import PagedMarkdown
+
+WAIT_S = 90.0
+
+
+async def wait_for(pilot, condition, what: str, timeout: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await pilot.pause(0.02)
+
+
+def big_note(items: int) -> str:
+    lines = ["---", "type: hub", "tags: [plugins, big]", "aliases: [Everything]", "---", "", "# Big list", "",
+             "All the plugins, one per line.", ""]
+    lines += [f"- [[plugin-{n}|Plugin number {n}]]: does thing {n} and explains itself in a sentence long enough "
+              f"to wrap on an eighty column screen, more or less." for n in range(items)]
+    return "\n".join(lines) + "\n"
+
+
+def service_for(vault, db_path, **values) -> Service:
+    """An owner's service over the scratch vault, imported (no model)."""
+    settings = load_settings().with_overrides(db=str(db_path), vault=str(vault.root)).with_values(values)
+    service = Service(settings, audience=Audience.OWNER, models=ModelHolder(embedder_factory=no_model))
+    assert service.run_job("index", steps=["import"], vault=vault.root).ok
+    return service
+
+
+@pytest.fixture
+def big_vault(vault, db_path):
+    text = big_note(9000)  # ~1.4 MB, one top-level list (as hub notes are)
+    assert len(text) > 1_000_000
+    vault.write("Big.md", text, dedent=False)
+    vault.write("plugin-0.md", "# Plugin zero\n\nThe first plugin.\n")
+    service = service_for(vault, db_path, **{"import": {"max_file_bytes": 10_000_000}})
+    yield vault, service
+    service.close()
+
+
+async def open_big(pilot) -> PagedMarkdown:
+    """Open the big note; its view once the first screen is rendered."""
+    app = pilot.app
+    app.open_note("Big")
+    await wait_for(pilot, lambda: app.current_mode == "note" and app.screen.query("#note-pages"), "the Note mode")
+    pages = app.screen.query_one("#note-pages", PagedMarkdown)
+    await wait_for(pilot, lambda: pages.line_count > 20, "the first screen")
+    return pages
+
+
+async def test_a_big_note_shows_its_first_screen_and_keys_work_while_the_rest_renders(big_vault):
+    vault, service = big_vault
+    app = pilot_app(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pages = await open_big(pilot)
+        assert not pages.complete  # the rest is still rendering ...
+        await pilot.press("f2")  # ... and a key is handled meanwhile
+        await wait_for(pilot, lambda: app.current_mode == "search", "the mode switch")
+        assert not pages.complete, "the key waited for the whole note"
+        await pilot.press("f3")
+        await wait_for(pilot, lambda: app.current_mode == "note", "back in the Note mode")
+        await pilot.press("pagedown")
+        await wait_for(pilot, lambda: pages.scroll_offset.y > 0, "the scroll")
+        shown = pages.text_lines(0, 40)
+        text = "\n".join(shown)
+    # markdown, not raw text: the frontmatter as a table, headings and links rendered, lines wrapped
+    assert "type" in text and "hub" in text and "---" not in text
+    assert "Big list" in text and "# Big list" not in text
+    assert "Plugin number 0" in text and "[[" not in text and "plugin-0|" not in text
+    assert all(len(line) <= 80 for line in shown)
+
+
+async def test_a_big_notes_links_are_followable(big_vault):
+    vault, service = big_vault
+    app = pilot_app(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pages = await open_big(pilot)
+        row = next(i for i, line in enumerate(pages.text_lines(0, 20)) if "Plugin number 0" in line)
+        column = pages.text_lines(row, row + 1)[0].index("Plugin number 0")
+        await pilot.click("#note-pages", offset=(column + 2, row))
+        await wait_for(pilot, lambda: app.screen.note.path == "plugin-0.md", "the linked note")
+
+
+async def test_the_open_note_and_the_search_follow_a_change_on_disk(vault, db_path):
+    vault.write("Otter.md", "# Otter\n\nOtters hold hands while they sleep.\n")
+    service = service_for(vault, db_path, watch={"embed": False, "quiet_s": 0.3})
+    app = make_app(service.settings, service=service, load_model=False, poll_status=False, debounce_s=0, watch_vault=True)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_for(pilot, lambda: app.watcher is not None and app.watcher.wait_ready(0), "the watcher")
+            await pilot.press(*"walrus")
+            screen = app.screen
+            await wait_for(pilot, lambda: screen.shown is not None and screen.shown[0] == screen.generation,
+                           "the first answer")
+            assert screen.results == []
+            vault.write("Otter.md", "# Otter\n\nOtters hold hands while they sleep, unlike a walrus.\n")
+            await wait_for(pilot, lambda: [r.path for r in screen.results] == ["Otter.md"], "the search to follow")
+
+            app.open_note("Otter.md")
+            await wait_for(pilot, lambda: app.current_mode == "note" and app.screen.note is not None, "the note")
+            note_screen = app.screen
+            vault.write("Otter.md", "# Otter\n\nOtters hold hands while they sleep; seals do not.\n")
+            await wait_for(pilot, lambda: "seals do not" in note_screen.note.text, "the note to reload in place")
+            assert app.current_mode == "note" and note_screen.back_stack == []  # in place, not a new visit
+    finally:
+        service.close()
