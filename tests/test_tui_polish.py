@@ -18,8 +18,9 @@ def test_the_curation_header_names_every_kind_at_any_width_by_abbreviating():
         numbers = [int(word) for word in header.split() if word.isdigit()]
         assert sorted(numbers[1:]) == sorted(counts.values()), header  # every kind, none dropped
     assert "unresolved link 1" in counts_header(counts, None, 0, 400)  # full names when there is room
-    assert counts_header(counts, "unresolved_entity", 2, 40) == "showing unresolved entity: 2 of 55 open"
-    assert counts_header(counts, "unresolved_entity", 2, 30) == "showing entity: 2 of 55 open"
+    total = sum(counts.values())  # every kind's cards
+    assert counts_header(counts, "unresolved_entity", 2, 40) == f"showing unresolved entity: 2 of {total} open"
+    assert counts_header(counts, "unresolved_entity", 2, 30) == f"showing entity: 2 of {total} open"
 
 
 def entry(title, kind="related_to", note_id="n1", confidence=1.0):
