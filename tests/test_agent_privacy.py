@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-from fakes import KeywordEmbedder, unit_at_cosine
+from fakes import DeterministicFakeEmbedder, KeywordEmbedder, unit_at_cosine
 from knowledge_support import write_vault
 
 from mindtui.audience import Audience
@@ -23,6 +23,7 @@ from mindtui.config import load_settings
 from mindtui.knowledge import writer
 from mindtui.mcp import tools
 from mindtui.models.holder import ModelHolder
+from mindtui.models.sweep import run_embed_sweep
 from mindtui.service import SearchOptions, Service
 from mindtui.store import open_database
 from mindtui.store import vectors as vector_store
@@ -320,3 +321,31 @@ def test_the_refilled_knn_stops_when_the_index_is_exhausted(db_path):
         assert len(hits) == 3 and asked == [1, 1, 2, 3]
     finally:
         conn.close()
+
+
+def test_an_agents_search_and_status_tell_nothing_of_the_owners_log_or_the_embedding_backlog(vault, db_path):
+    """No search log row id (it counts the owner's searches), no learnt settings (fitted to the
+    owner's opens), no backlog of passages to embed (it counts hidden notes' chunks)."""
+    from mindtui.store.meta import EMBED_REMAINING_KEY, set_meta
+
+    vault.write("Offen.md", "# Offen\n\nGarten und Beete.\n")
+    vault.write("Geheim.md", "---\nprivate: true\n---\n# Geheim\n\nGarten hinter dem Haus.\n")
+    run_import(db_path, vault.root)
+    fake = DeterministicFakeEmbedder()
+    conn = open_database(db_path)
+    try:
+        run_embed_sweep(conn, fake, batch_size=16)
+        with conn:
+            set_meta(conn, EMBED_REMAINING_KEY, "7")  # as a sweep stopped by its budget leaves it
+    finally:
+        conn.close()
+    settings = load_settings().with_values({"db": str(db_path), "search": {"min_cosine": -1.0}})
+    holder = ModelHolder(embedder_factory=lambda settings, say: fake)
+    with Service(settings, audience=Audience.OWNER, models=holder) as owner:
+        mine = owner.search("Garten", SearchOptions())
+        assert mine.search_id is not None and any("7 passages" in n for n in mine.notices)
+        assert "learnt_settings" in owner.status()
+    with Service(settings, audience=Audience.AGENT, models=holder) as agent:
+        theirs = agent.search("Garten", SearchOptions())
+        assert theirs.search_id is None and not any("passages" in n for n in theirs.notices)
+        assert "learnt_settings" not in agent.status()

@@ -239,3 +239,15 @@ def test_a_narrow_filter_keeps_its_vector_pool(vault, db_path):
                                                                    note_type="selten"))
     assert len(unfiltered.results) == 2  # the pool
     assert sorted(paths(filtered)) == ["Selten/A.md", "Selten/B.md"]  # 2 of 402 notes, both found
+
+
+def test_the_match_count_counts_notes_not_chunks(vault, db_path):
+    """Three matching sections of one note are one match, with anchor text or without (an agent)."""
+    from mindtui.store.search_store import fts_note_count
+
+    vault.write("Lang.md", "# Eins\n\nKomet.\n\n# Zwei\n\nKomet.\n\n# Drei\n\nKomet.\n")
+    vault.write("Kurz.md", "Ein Komet.\n")
+    with imported(db_path, vault.root) as conn:
+        expression = parse_query("Komet").fts
+        assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] >= 4
+        assert fts_note_count(conn, expression, anchors=True) == fts_note_count(conn, expression, anchors=False) == 2

@@ -228,3 +228,43 @@ def test_the_changed_chunks_are_embedded_in_the_child_in_slices_that_free_the_lo
         assert len(runs) >= 2  # the budget stopped a run; the next one went on without a change
         assert all([step["step"] for step in run["steps"]] == ["import", "embed"] for run in runs)
         assert all(step["status"] == "ok" for run in runs for step in run["steps"])
+
+
+class FlakyRunner:
+    """Raises on its first run (no child could start), fails its second, then imports."""
+
+    def __init__(self) -> None:
+        self.runs: list[frozenset[str]] = []
+
+    def run(self, paths, imported):
+        from mindtui.jobs.watch import RunOutcome
+
+        self.runs.append(paths)
+        if len(self.runs) == 1:
+            raise OSError(24, "Too many open files")
+        if len(self.runs) == 2:
+            return RunOutcome("failed", "database is busy")
+        imported({})
+        return RunOutcome("ok")
+
+    def cancel(self) -> None:
+        return None
+
+
+def test_a_run_that_raises_or_fails_keeps_its_changes_and_the_watcher_goes_on(vault):
+    from mindtui.jobs.watch import VaultWatcher
+
+    vault.write("Alpha.md", "# Alpha\n")
+    settings = load_settings().with_values({"watch": {"embed": False, "quiet_s": 0.1, "retry_s": 0.05}})
+    runner, events = FlakyRunner(), []
+    watcher = VaultWatcher(vault.root, settings, runner, events.append, catch_up=False)
+    watcher.start()
+    try:
+        assert watcher.wait_ready(WAIT_S)
+        vault.write("Beta.md", "# Beta\n")
+        wait_until(lambda: any(e.kind == "done" for e in events), "a run after two failures")
+    finally:
+        watcher.stop()
+    assert len(runner.runs) == 3 and all("Beta.md" in batch for batch in runner.runs)  # the same change, kept
+    failures = [e.detail for e in events if e.kind == "failed"]
+    assert "Too many open files" in failures[0] and failures[1] == "database is busy"

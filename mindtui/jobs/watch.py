@@ -132,6 +132,7 @@ class VaultWatcher:
         self._due = time.monotonic()  # the pending changes are imported from this time on
         self._running = False
         self._more = False  # the last run left work: the next one follows without a change
+        self._failures = 0  # failed runs in a row: each doubles the wait before the next try
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -221,15 +222,22 @@ class VaultWatcher:
             try:
                 outcome = self.runner.run(batch, lambda report: self.on_change(
                     VaultChange("imported", batch, report=report)))
+            except Exception as exc:  # (no child could start: a full /tmp, no file handles) the thread lives on
+                outcome = RunOutcome("failed", f"the import could not run ({type(exc).__name__}: {exc})")
             finally:
                 with self._cond:
                     self._running = False
-            if outcome.status == "locked":
-                self.on_change(VaultChange("waiting", batch, outcome.detail))
+            if outcome.status in ("locked", "failed"):
+                # The changes are kept for the next try: a held lock ends, a failure (a full disk, a
+                # busy database) may pass; a failing run waits twice as long each time (up to 64x).
+                failed = outcome.status == "failed"
+                self.on_change(VaultChange("failed" if failed else "waiting", batch, outcome.detail))
                 with self._cond:
+                    self._failures = self._failures + 1 if failed else 0
                     self._pending |= batch
-                    self._due = max(self._due, time.monotonic() + self.retry_s)
+                    self._due = max(self._due, time.monotonic() + self.retry_s * 2 ** min(self._failures, 6))
             elif outcome.status == "ok":
+                self._failures = 0
                 self.on_change(VaultChange("done", batch))
                 if outcome.more:  # after a gap in which a waiting job takes the lock
                     with self._cond:

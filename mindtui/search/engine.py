@@ -163,7 +163,8 @@ class SearchEngine:
             if not store.has_vectors(self.conn, embedder.model_id):
                 notices.append("no vectors yet (run `mindtui embed`); full-text results only")
                 return None
-            remaining = get_meta(self.conn, EMBED_REMAINING_KEY)
+            # The owner's only: counted over every note, it would tell an agent of hidden ones.
+            remaining = get_meta(self.conn, EMBED_REMAINING_KEY) if self.audience is Audience.OWNER else None
             if remaining and remaining != "0":
                 notices.append(f"{remaining} passages are not embedded yet (the next embedding run continues); "
                                "they are found by their words only")
@@ -224,8 +225,9 @@ class SearchEngine:
             items = self._items(parsed, options, text_filter, query_vector)
             response.results = _merged(response.results, items, options.limit)
         if options.log and response.results:
-            response.search_id = self._log(query, options.mode, [r.log_key for r in response.results],
-                                           response.notices, query_vector.value if query_vector.done else None)
+            logged = self._log(query, options.mode, [r.log_key for r in response.results],
+                               response.notices, query_vector.value if query_vector.done else None)
+            response.search_id = logged if self.audience is Audience.OWNER else None  # row ids count the owner's
         return response
 
     def count(self, query: str, options: SearchOptions) -> int:

@@ -96,7 +96,10 @@ class Service:
         engine = pooled.cache.get("engine")
         if engine is None:
             # Values the nightly fit learnt (search.fit) apply where the user set nothing.
-            engine = pooled.cache["engine"] = SearchEngine(pooled.conn, apply_learnt(pooled.conn, self.settings),
+            # An agent's engine only with privacy.agent_uses_history: the values come from the owner's opens.
+            learns = self.audience is Audience.OWNER or self.settings.privacy.agent_uses_history
+            settings = apply_learnt(pooled.conn, self.settings) if learns else self.settings
+            engine = pooled.cache["engine"] = SearchEngine(pooled.conn, settings,
                                                            SearchModels(self.models, self.settings, say))
         return engine
 
@@ -247,7 +250,8 @@ class Service:
                           "coverage": round(coverage["chunks_with_vector"] / embeddable, 4) if embeddable else 1.0},
             "models": [state.as_dict() for state in self.models.states(self.settings)],
             "recent_runs": runs, **storage,
-            "learnt_settings": {key: getattr(tuned.search, key.partition(".")[2]) for key in tuned.learnt},
+            **({"learnt_settings": {key: getattr(tuned.search, key.partition(".")[2]) for key in tuned.learnt}}
+               if self.audience is Audience.OWNER else {}),  # fitted to the owner's opens
         }
 
     def summary(self) -> dict:

@@ -256,7 +256,7 @@ def fts_note_count(conn: apsw.Connection, expression: str, note_type: str | None
     by_anchor = "" if not anchors else (
         " UNION SELECT a.note_id FROM chunks_fts JOIN note_anchors a ON a.anchor_id = -chunks_fts.rowid"
         f" JOIN notes n ON n.note_id = a.note_id WHERE chunks_fts MATCH ? AND chunks_fts.rowid < 0{where}")
-    sql = ("SELECT count(*) FROM (SELECT c.note_id FROM chunks_fts JOIN chunks c ON c.chunk_id = chunks_fts.rowid"
+    sql = ("SELECT count(DISTINCT note_id) FROM (SELECT c.note_id FROM chunks_fts JOIN chunks c ON c.chunk_id = chunks_fts.rowid"
            f" JOIN notes n ON n.note_id = c.note_id WHERE chunks_fts MATCH ?{where}{by_anchor})")
     params = (expression, *args, *((expression, *args) if anchors else ()))
     return conn.execute(sql, params).fetchone()[0]

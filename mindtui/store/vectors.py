@@ -59,7 +59,7 @@ def pending_count(conn: apsw.Connection, model_id: str) -> int:
     """How many distinct texts (chunk texts and knowledge items) still lack a vector."""
     chunk_texts = conn.execute(
         "SELECT count(DISTINCT c.content_hash) FROM chunks c JOIN notes n ON n.note_id = c.note_id"
-        " WHERE n.ai_processing = 1 AND NOT EXISTS ("
+        f" WHERE {model_readable('n')} AND NOT EXISTS ("
         "   SELECT 1 FROM embeddings e WHERE e.model_id = ? AND e.content_hash = c.content_hash)",
         (model_id,)).fetchone()[0]
     return chunk_texts + len(pending_items(conn, model_id))
