@@ -245,7 +245,8 @@ def test_the_match_count_counts_notes_not_chunks(vault, db_path):
     """Three matching sections of one note are one match, with anchor text or without (an agent)."""
     from mindtui.store.search_store import fts_note_count
 
-    vault.write("Lang.md", "# Eins\n\nKomet.\n\n# Zwei\n\nKomet.\n\n# Drei\n\nKomet.\n")
+    section = "Komet. " + " ".join(f"Wort{i}" for i in range(300))  # past a chunk's budget: a chunk each
+    vault.write("Lang.md", f"# Eins\n\n{section}\n\n# Zwei\n\n{section}\n\n# Drei\n\n{section}\n")
     vault.write("Kurz.md", "Ein Komet.\n")
     with imported(db_path, vault.root) as conn:
         expression = parse_query("Komet").fts
