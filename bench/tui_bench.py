@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from mindtui.audience import Audience  # noqa: E402
 from mindtui.config import load_settings  # noqa: E402
 from mindtui.service import SearchOptions, Service  # noqa: E402
-from tui_daily import DEFAULT_LOAD_VAULT, HUB_NOTE, daily_figures  # noqa: E402
+from tui_daily import DEFAULT_LOAD_VAULT, HUB_NOTE, daily_figures, pct  # noqa: E402
 
 QUERIES = ["daily notes template", "sync vault", "dataview", "graph view", "keyboard shortcuts", "canvas",
            "publish", "backlinks", "spaced repetition", "zotero", "themes", "embed pdf", "tags", "calendar",
@@ -52,11 +52,6 @@ tui_app.MindtuiApp.on_mount = on_mount
 from mindtui.launcher import main
 sys.exit(main(["--db", sys.argv[2], "tui"]))
 """
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def first_paint(db: Path, starts: int) -> list[float]:
