@@ -407,6 +407,19 @@ class Settings:
         return Settings(_merge(copy.deepcopy(self.data), _layer(values, source)), self.chosen | _keys(values),
                         self.learnt)
 
+    def chosen_data(self) -> dict:
+        """The values set above the bundled defaults (the user's file, the environment, an
+        override), nested as in a config file: what a child process is given, so that it reads
+        the same settings and tells the user's choices from learnt values and defaults as this one."""
+        out: dict = {}
+        for name in sorted(self.chosen):
+            section, _, key = name.partition(".")
+            if key:
+                out.setdefault(section, {})[key] = copy.deepcopy(self.data[section][key])
+            else:
+                out[section] = copy.deepcopy(self.data[section])
+        return out
+
     def with_learnt(self, section: str, values: Mapping) -> "Settings":
         """A copy with values the nightly fit learnt, except for keys set by the user (the user's
         file, the environment or an override always wins)."""

@@ -292,3 +292,53 @@ def test_the_nightly_fit_adopts_a_clear_gain_and_never_overrides_the_users_file(
         results = owner.search("Tomaten Sonne", SearchOptions(log=False)).results
     gain = next(r.explain["memory"]["lent"] for r in results if r.path == "Schuppen.md")
     assert gain <= 0.25 * max(r.explain["fused"] for r in results)
+
+
+def test_a_nightly_started_as_a_child_adopts_a_fit_and_the_running_service_uses_it(garden, db_path, tmp_path,
+                                                                                   monkeypatch):
+    """The TUI runs the nightly in a child process: the child is given only the user's chosen
+    settings (not every default and learnt value as if the user had set it, which left the fit
+    nothing it may change), and the TUI's long-lived service searches with the adopted values
+    once the job has ended, without a restart."""
+    from mindtui.store.meta import get_meta_if_any, set_meta
+
+    user_file = tmp_path / "mindtui.yaml"
+    user_file.write_text("search:\n  fit_min_opens: 12\n", encoding="utf-8")
+    monkeypatch.setenv("MINDTUI_CONFIG_FILE", str(user_file))
+    conn = open_database(db_path)
+    with conn:  # an earlier fit's value, too weak for these searches
+        set_meta(conn, "search_learnt", json.dumps({"values": {"memory_weight": 0.5}}))
+    conn.close()
+    settings = load_settings().with_overrides(db=str(db_path))
+    with Service(settings, audience=Audience.OWNER,
+                 models=ModelHolder(embedder_factory=lambda s, say: DeterministicFakeEmbedder())) as owner:
+        for query in ["Tomaten Sonne"] * 12:
+            _open_after(owner, query, "Schuppen.md")
+        weak = next(r.explain["memory"]["lent"] for r in owner.search("Tomaten Sonne", SearchOptions(log=False)).results
+                    if r.path == "Schuppen.md")
+        outcome = owner.start_job("nightly", steps=["graph"], vault=garden.root).wait(timeout=120)
+        assert outcome.ok, outcome
+        conn = open_database(db_path, readonly=True)
+        learnt = json.loads(get_meta_if_any(conn, "search_learnt"))["values"]
+        conn.close()
+        assert learnt["memory_weight"] > 0.5  # the child could adopt: memory_weight was not the user's
+        strong = next(r.explain["memory"]["lent"] for r in owner.search("Tomaten Sonne", SearchOptions(log=False))
+                      .results if r.path == "Schuppen.md")
+    assert strong == pytest.approx(weak * learnt["memory_weight"] / 0.5, rel=0.05)
+
+
+def test_a_job_childs_config_holds_the_users_choices_only(tmp_path, monkeypatch):
+    from mindtui.service.job_process import _write_config
+
+    user_file = tmp_path / "mindtui.yaml"
+    user_file.write_text("search:\n  memory_weight: 0.25\n", encoding="utf-8")
+    monkeypatch.setenv("MINDTUI_CONFIG_FILE", str(user_file))
+    parent = load_settings().with_overrides(db=str(tmp_path / "x.db")).with_learnt("search", {"convex_alpha": 0.3})
+    child_file = _write_config(parent)
+    try:
+        child = load_settings({"MINDTUI_CONFIG_FILE": str(child_file)})
+    finally:
+        child_file.unlink()
+    assert child.chosen == parent.chosen == {"search.memory_weight", "db", "data_dir"}  # data_dir: the tests' environment
+    assert child.search.memory_weight == 0.25 and child.db_path == parent.db_path
+    assert child.search.convex_alpha == load_settings().search.convex_alpha  # learnt: the child reads it itself

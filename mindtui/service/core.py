@@ -25,7 +25,7 @@ from mindtui.models import files as model_files
 from mindtui.models.holder import ModelHolder, shared_holder
 from mindtui.progress import CancelToken, StepProgress
 from mindtui.search.engine import SearchEngine, SearchModels, SearchOptions, SearchResponse
-from mindtui.search.fit import apply_learnt
+from mindtui.search.fit import apply_learnt, learnt_values
 from mindtui.service import views
 from mindtui.service.curation import ActionOutcome, Card, CurationDesk
 from mindtui.service.job_process import JobProcess, batch_summary
@@ -93,15 +93,18 @@ class Service:
             return self._registry
 
     def _engine(self, pooled, say: Say | None = None) -> SearchEngine:
-        engine = pooled.cache.get("engine")
-        if engine is None:
-            # Values the nightly fit learnt (search.fit) apply where the user set nothing.
-            # An agent's engine only with privacy.agent_uses_history: the values come from the owner's opens.
-            learns = self.audience is Audience.OWNER or self.settings.privacy.agent_uses_history
-            settings = apply_learnt(pooled.conn, self.settings) if learns else self.settings
-            engine = pooled.cache["engine"] = SearchEngine(pooled.conn, settings,
-                                                           SearchModels(self.models, self.settings, say))
-        return engine
+        # Values the nightly fit learnt (search.fit) apply where the user set nothing. They are read
+        # on every search (one row of meta): a nightly that ran in a child process, or from cron,
+        # while this process lives is picked up when it has ended, not at the next start.
+        # An agent's engine only with privacy.agent_uses_history: the values come from the owner's opens.
+        learns = self.audience is Audience.OWNER or self.settings.privacy.agent_uses_history
+        learnt = learnt_values(pooled.conn) if learns else {}
+        cached = pooled.cache.get("engine")
+        if cached is None or cached[0] != learnt:
+            settings = self.settings.with_learnt("search", learnt)
+            cached = pooled.cache["engine"] = (learnt, SearchEngine(pooled.conn, settings,
+                                                                    SearchModels(self.models, self.settings, say)))
+        return cached[1]
 
     def _redactor(self, pooled) -> "_Redactor":
         """For an agent: text with links to hidden notes taken out (see service.redact)."""

@@ -7,9 +7,11 @@ prints its result on stdout. A reader thread turns each stderr line into an even
 that is not an event (a traceback, a warning) becomes `{"event": "log", "text": ...}`. When the
 child has exited, one last event `{"event": "exit", ...}` carries the outcome.
 
-The child sees exactly this process's settings: they are written to a private temporary config
-file (`MINDTUI_CONFIG_FILE`) and the MINDTUI_* variables are not passed on, so overrides made
-in code (`Settings.with_values`) apply too. It runs in its own session, so a Ctrl-C or hang-up
+The child sees exactly this process's settings: the values the user chose (file, environment,
+overrides made in code with `Settings.with_values`) are written to a private temporary config
+file (`MINDTUI_CONFIG_FILE`) and the MINDTUI_* variables are not passed on. Only those: the
+child takes defaults from the bundled file and learnt values from the database itself, so a
+learnt value stays learnt there (the nightly fit may replace it) instead of looking user-set. It runs in its own session, so a Ctrl-C or hang-up
 meant for the terminal does not reach it: stop it with `cancel()`.
 """
 
@@ -249,10 +251,11 @@ def _lower_priority(pid: int, nice: int) -> None:
 
 
 def _write_config(settings: Settings) -> Path:
-    """The settings as a private config file for the child (mkstemp: readable by this user only)."""
+    """The user's chosen settings as a private config file for the child (mkstemp: readable by
+    this user only)."""
     fd, name = tempfile.mkstemp(prefix="mindtui-job-", suffix=".yaml")
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(settings.data, handle, allow_unicode=True)
+        yaml.safe_dump(settings.chosen_data(), handle, allow_unicode=True)
     return Path(name)
 
 
