@@ -185,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--max-queries", type=int, help="BEIR: only the first N judged queries")
     evaluate.add_argument("--sample", type=int, help="links: a seeded random sample of N linking notes")
     evaluate.add_argument("--split", default="test", help="BEIR: the qrels split (default test)")
+    evaluate.add_argument("--seed", type=int, help="repeat: the seed of the seen/control split (default 22)")
     evaluate.add_argument("--scratch", type=Path, help="where scratch indexes live (default <data dir>/eval)")
     evaluate.add_argument("--scratch-db", type=Path,
                           help="the scratch index file to use (new, or one made by eval; never your database)")
@@ -356,7 +357,8 @@ def _eval_on(args, service: Service) -> int:
     report = service.evaluate(args.kind, args.source, vault=args.eval_vault, systems=systems,
                               max_queries=args.max_queries, sample=args.sample, split=args.split,
                               scratch=args.scratch, scratch_db=args.scratch_db, progress=progress,
-                              message=progress.message, **({"repeat": args.repeat} if args.repeat else {}))
+                              message=progress.message, **({"repeat": args.repeat} if args.repeat else {}),
+                              **({"seed": args.seed} if args.seed is not None else {}))
     progress.finish()
     for notice in report["notices"]:
         print(f"notice: {notice}", file=sys.stderr)

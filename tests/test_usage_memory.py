@@ -342,3 +342,19 @@ def test_a_job_childs_config_holds_the_users_choices_only(tmp_path, monkeypatch)
     assert child.chosen == parent.chosen == {"search.memory_weight", "db", "data_dir"}  # data_dir: the tests' environment
     assert child.search.memory_weight == 0.25 and child.db_path == parent.db_path
     assert child.search.convex_alpha == load_settings().search.convex_alpha  # learnt: the child reads it itself
+
+
+def test_eval_repeat_takes_the_seed_of_its_split(tmp_path):
+    """`eval repeat --seed N`: another seeded half of the needs is seen (a second split checks that
+    a setting chosen on one split is not tuned to its queries)."""
+    from conftest import REPO, SAMPLE_VAULT
+
+    golden, repeat = REPO / "tests" / "golden" / "sample_vault.json", REPO / "tests" / "golden" / "sample_repeat.json"
+    splits = {}
+    for seed in (22, 7):
+        with _service(tmp_path / "unused.db") as owner:
+            report = owner.evaluate("repeat", golden, vault=SAMPLE_VAULT, repeat=repeat,
+                                    scratch_db=tmp_path / f"scratch-{seed}.db", **({"seed": 7} if seed == 7 else {}))
+        assert report["seed"] == seed
+        splits[seed] = {e["id"] for e in report["split"] if e["group"] == "seen"}
+    assert len(splits[22]) == len(splits[7]) == 5 and splits[22] != splits[7]

@@ -16,7 +16,7 @@ KINDS = ("beir", "golden", "links", "repeat", "usage")
 def evaluate(settings: Settings, kind: str, source: Path, *, holder, vault: Path | None = None,
              systems: list[str] | None = None, max_queries: int | None = None, sample: int | None = None,
              split: str = "test", scratch: Path | None = None, scratch_db: Path | None = None,
-             repeat: Path | None = None,
+             repeat: Path | None = None, seed: int | None = None,
              progress: StepProgress | None = None, message: Callable[[str], None] | None = None) -> dict:
     """Checks everything it can before any file is written; the scratch guard (a marker in the
     scratch database's meta table, never the configured database) lives in evaluation.workspace."""
@@ -39,7 +39,7 @@ def evaluate(settings: Settings, kind: str, source: Path, *, holder, vault: Path
         from mindtui.service.usage_eval import eval_repeat
 
         return eval_repeat(settings, source, repeat, vault, holder=holder, scratch=scratch, scratch_db=scratch_db,
-                           progress=progress, message=message)
+                           progress=progress, message=message, **({"seed": seed} if seed is not None else {}))
     return commands.eval_links(settings, source, sample=sample, **common)
 
 
