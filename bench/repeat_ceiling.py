@@ -39,13 +39,18 @@ from mindtui.service.core import Service
 NEIGHBOURS = 3  # CSLS neighbourhood
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(argv: list[str] | None, description: str, seeds: str) -> argparse.Namespace:
+    """GOLDEN REPEAT --db SCRATCH --seeds A,B,... (this script's and bench/repeat_replay.py's)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("golden", type=Path)
     parser.add_argument("repeat", type=Path)
     parser.add_argument("--db", type=Path, required=True)
-    parser.add_argument("--seeds", default="22,7")
-    args = parser.parse_args(argv)
+    parser.add_argument("--seeds", default=seeds)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv, __doc__.splitlines()[0], "22,7")
     golden = {g["id"]: g for g in json.loads(args.golden.read_text(encoding="utf-8"))}
     repeats = json.loads(args.repeat.read_text(encoding="utf-8"))
     settings = load_settings().with_overrides(db=str(args.db))

@@ -22,7 +22,6 @@ reproduces `eval repeat`'s memory-off figures exactly and its memory figures wit
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import random
@@ -37,6 +36,8 @@ from mindtui.models.holder import shared_holder
 from mindtui.search.engine import SearchOptions
 from mindtui.search.query import parse_query
 from mindtui.service.core import Service
+
+from repeat_ceiling import arguments  # bench/ is the script's folder, first on sys.path
 
 TOP = 10  # candidates compared for result overlap (search.memory_overlap_top)
 
@@ -135,12 +136,7 @@ def replay(data: dict, seed: int, design, noisy: bool, weight: float = 1.5) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("golden", type=Path)
-    parser.add_argument("repeat", type=Path)
-    parser.add_argument("--db", type=Path, required=True)
-    parser.add_argument("--seeds", default="22,7,5,11,3,9")
-    args = parser.parse_args(argv)
+    args = arguments(argv, __doc__.splitlines()[0], "22,7,5,11,3,9")
     golden = json.loads(args.golden.read_text(encoding="utf-8"))
     repeats = json.loads(args.repeat.read_text(encoding="utf-8"))
     data = gather(golden, repeats, args.db)
