@@ -9,7 +9,8 @@ Each round edits a note, adds one, renames one and deletes one (a unique word ea
 polls search every 20 ms from the moment the write returned until the note is found at its new
 path (or no longer found). Full text also finds near spellings of a made-up word in other notes:
 each check looks for the note's path, not for an empty result.
-Target (issue 23): within 2 s of the last write, watch.quiet_s debounce included. Embedding after
+Run it from the checkout whose code it measures (its folder and the children's working folder
+come first on the import path). Target (issue 23): within 2 s of the last write, watch.quiet_s debounce included. Embedding after
 the import is off (watch.embed false): search finds a change by its full text once imported, and
 a model loading in the child would only add load between rounds.
 """
@@ -146,7 +147,8 @@ def main() -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     every = [t for values in times.values() for t in values]
-    print(f"live vault, last write -> visible in full-text search, {len(every)} changes on {args.vault.name} "
+    name = args.vault.resolve().parent.name if args.vault.name == "vault" else args.vault.name
+    print(f"live vault, last write -> visible in full-text search, {len(every)} changes on {name} "
           f"({args.rounds} rounds; target <= {TARGET_S:.1f} s):")
     for kind, values in times.items():
         print(f"  {kind:<7} median {statistics.median(values):.2f} s  max {max(values):.2f} s")

@@ -95,6 +95,10 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
         assert service.curation_card(card.item_id).status == "resolved"
     after = source.read_text(encoding="utf-8")
     assert after != before and card.payload["candidates"][0]["path"].removesuffix(".md") in after
+    pane.press("u", shows=f"undid pick on card {card.item_id}")  # undo: the file as it was, byte for byte
+    assert source.read_text(encoding="utf-8") == before
+    with owner_service(db_path) as service:
+        assert service.curation_card(card.item_id).status == "open"
 
     # e: the editor (here a script that appends a line) runs in the suspended app's terminal,
     # then the note is re-imported and shown with the new line.
@@ -218,4 +222,21 @@ def test_a_big_note_opens_while_typing(pane, sample_vault, db_path, tmp_path, re
     pane.keys("F3")
     screen = pane.wait_for("Erweiterung 0")
     assert "hub" in screen  # the frontmatter, as a table
+    quit_app(pane, exit_file)
+
+
+def test_a_job_started_and_cancelled_in_a_real_terminal(pane, sample_vault, db_path, tmp_path, real_model):
+    """The nightly from the Jobs mode: it runs (embedding the sample vault with the real model takes
+    long enough to cancel it), `c` stops it at a safe point, the history says so, the app goes on."""
+    build_fixed_db(sample_vault.root, db_path)
+    exit_file = tmp_path / "exit-code"
+    start_app(pane, db_path, exit_file, MINDTUI_WATCH__EMBED="false")
+    pane.wait_for("cards")
+    pane.press("F5", shows="n nightly")  # the Jobs mode
+    pane.press("n", shows="nightly: running")
+    pane.press("c", shows="cancelled: everything committed so far is kept")
+    with owner_service(db_path) as service:
+        last = next(run for run in service.job_history() if run["job"] == "nightly")
+    assert last["status"] == "cancelled", last
+    pane.press("F2", shows="^f Filters")  # the app goes on: Search mode
     quit_app(pane, exit_file)

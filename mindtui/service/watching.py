@@ -2,7 +2,7 @@
 
 A child rather than a thread: pure-Python parsing holds the GIL and would starve the TUI's keys,
 and the child runs jobs.child_nice nicer (see job_process). One child waits, started and
-imported, for the next run (~80 MB, no model). It imports, then (watch.embed) embeds
+imported, for the next run (~50 MB, no model). It imports, then (watch.embed) embeds
 the changed chunks; the embedding model is loaded in the child and freed when it exits, so a
 long-running watcher does not keep ~500 MB resident between changes.
 """
