@@ -1,6 +1,8 @@
 """An import re-resolves only the links that name a note it wrote or deleted (vault.relink), and
-ends in exactly the database a run that re-resolves every link gives: for an edit, an addition,
-a rename and a deletion, with links that become resolved, broken or ambiguous on the way."""
+refreshes only the anchor rows of notes whose incoming references may have changed, and ends in
+exactly the database a run that re-resolves every link and refreshes every anchor row gives: for
+an edit, an addition, a rename and a deletion, with links that become resolved, broken or
+ambiguous on the way."""
 
 from __future__ import annotations
 
@@ -13,6 +15,17 @@ from mindtui.store.meta import set_meta
 from mindtui.vault.relink import RELINK_PENDING_KEY, notes_to_relink
 
 UNRELATED = 60  # notes whose links name none of the notes changed below
+
+
+def anchor_rows(db_path) -> list[tuple]:
+    """Each note's anchor row: the digest of the lines that link to it, and the indexed text."""
+    conn = open_database(db_path)
+    try:
+        return conn.execute(
+            "SELECT n.path, a.text_hash, f.body FROM note_anchors a JOIN notes n USING (note_id)"
+            " JOIN chunks_fts f ON f.rowid = -a.anchor_id ORDER BY n.path").fetchall()
+    finally:
+        conn.close()
 
 
 def write_vault(vault) -> None:
@@ -29,7 +42,8 @@ def write_vault(vault) -> None:
 def changes(vault):
     """(what, change) pairs applied one after the other."""
     return [
-        ("edit", lambda: vault.write("Target.md", "---\naliases: [Aim]\n---\n# Target\n\nNow aimed, no link.\n")),
+        ("edit", lambda: vault.write("Target.md",
+                                     "---\naliases: [Aim]\n---\n# Target\n\nNow aimed at [[Alias user]].\n")),
         ("add resolves a missing link", lambda: vault.write("Later.md", "# Later\n\nIt exists now.\n")),
         ("add makes a link ambiguous", lambda: vault.write("B/Twin.md", "# Twin\n\nThe second twin.\n")),
         ("rename breaks a link", lambda: vault.rename("Folder/Moved.md", "Elsewhere/Renamed.md")),
@@ -57,6 +71,7 @@ def test_a_run_relinking_only_what_changed_equals_one_relinking_everything(vault
         assert limited.notes_relink_checked < 10, (what, limited.notes_relink_checked)
         assert limited.notes_relinked == everything.notes_relinked, what
         assert dump_database(db_path) == dump_database(full), what
+        assert anchor_rows(db_path) == anchor_rows(full), what
     conn = open_database(db_path)
     try:
         links = dict(conn.execute(

@@ -68,6 +68,7 @@ class VaultImporter:
         self.cancel = cancel or NEVER_CANCELLED
         self.allow_mass_delete = allow_mass_delete
         self.report = ImportReport()
+        self._anchored: set[str] | None = None  # the notes whose anchor rows this run refreshes (None: all)
 
     def _warn(self, path: str, reason: str) -> None:
         self.report.warnings.append(ImportWarning(path, reason))
@@ -166,6 +167,15 @@ class VaultImporter:
         if parsed or vanished:
             with immediate(self.conn):  # a kill before the relink: the next run relinks every note
                 relink.mark_pending(self.conn)
+        written = {ids[p] for p in parsed}
+        # The notes whose anchor rows may change: those written or deleted, and what their
+        # references resolved to before (here) and after (below), and the relinked notes' targets.
+        if changed_names is None:
+            self._anchored = None
+        else:
+            before = {s.note_id for s in vanished} | {
+                previous.note_id for p in parsed if (previous := states.get(p) or renames.get(p)) is not None}
+            self._anchored = written | before | note_store.resolved_targets(self.conn, written | before)
 
         with write_batches(self.conn, cancel=self.cancel) as batches:
             for state in vanished:
@@ -188,12 +198,14 @@ class VaultImporter:
                 batches.item_done()
                 self.progress(done, total, path)
         relinked_before = self.report.notes_relinked
-        self._relink(names, skip={ids[p] for p in parsed}, changed_names=changed_names)
+        if self._anchored is not None:
+            self._anchored |= note_store.resolved_targets(self.conn, written)
+        self._relink(names, skip=written, changed_names=changed_names)
         with immediate(self.conn):
             relink.mark_done(self.conn, digest)
             privacy_changed = self._apply_private_paths()
             if parsed or vanished or privacy_changed or self.report.notes_relinked > relinked_before:
-                anchor_store.refresh(self.conn, anchor_text)
+                anchor_store.refresh(self.conn, anchor_text, None if privacy_changed else self._anchored)
             set_meta(self.conn, VAULT_KEY, str(self.vault.resolve()))
 
         self._totals()
@@ -385,6 +397,8 @@ class VaultImporter:
                     continue
                 resolved = [l for l in fresh if l.resolution == "resolved"]
                 edges = reference_edges(note_id, note_type, self.registry.note_type(note_type).edge_defaults, resolved)
+                if self._anchored is not None:
+                    self._anchored |= {l.resolved_note_id for l in links + fresh if l.resolved_note_id}
                 batches.ensure_open()
                 note_store.update_link_resolutions(self.conn, note_id, fresh)
                 edge_store.delete_reference_edges(self.conn, note_id)
