@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--job", metavar="NAME", help="run a job headless (nightly) and exit")
     parser.add_argument("--vault", type=Path, help="the vault folder (default: config `vault`)")
     parser.add_argument("--steps", help="comma-separated steps of the job to run (default: all)")
+    parser.add_argument("--when-told", action="store_true",
+                        help="with --job: load what the steps need, then run when a line `go` comes on stdin "
+                             "(anything else: exit without running; the live vault keeps such a child warm)")
     _budget(parser, False)
     parser.add_argument("--allow-mass-delete", action="store_true", default=False,
                         help="let the import delete more than import.max_delete_fraction of the notes")
@@ -253,6 +256,10 @@ def _cancel_on_interrupt(json_progress: JsonProgress | None = None) -> Iterator[
 
 
 def _run_job(args, service: Service, job: str, vault: Path | None, steps: list[str] | None) -> int:
+    if getattr(args, "when_told", False):
+        service.prepare_job(job, steps)
+        if sys.stdin.readline().strip() != "go":
+            return EXIT_OK  # dismissed: nothing ran
     json_progress = JsonProgress(quiet=args.quiet) if args.progress == "json" else None
     progress = json_progress or StderrProgress(quiet=args.quiet)
     with _cancel_on_interrupt(json_progress) as cancel:

@@ -134,6 +134,7 @@ class RetentionSettings:
 @dataclass(frozen=True)
 class JobSettings:
     embed_budget_s: float = setting(low=0.0)
+    import_budget_s: float = setting(low=0.0)
     child_nice: int = setting(low=0, high=19)
     wait_for_watch_s: float = setting(low=0.0)
 
@@ -165,6 +166,7 @@ class WatchSettings:
     poll_interval_ms: int = setting(low=50)
     embed: bool = setting()
     embed_budget_s: float = setting(above=0.0)
+    import_budget_s: float = setting(above=0.0)
     retry_s: float = setting(above=0.0)
 
 

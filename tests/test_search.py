@@ -67,6 +67,18 @@ def test_exact_alias_match_is_protected(stemming_vault):
     assert paths(response)[0] == "RRF.md" and response.results[0].explain["protected"]
 
 
+def test_a_full_text_search_finds_exact_titles_without_reading_every_title(stemming_vault):
+    """The first full-text search of a session (the TUI's first keystroke) waited for every
+    title and alias to be read into the mentions cache: exact matches come from the name index."""
+    engine = SearchEngine(stemming_vault, load_settings())
+    for query, expected in (("rank fusion", "RRF.md"), ("KUCHEN", "Kuchen.md")):
+        response = engine.search(query, SearchOptions(mode="fts", log=False))
+        assert paths(response)[0] == expected and response.results[0].explain["protected"]
+    assert engine._title_cache is None  # nothing read every title
+    response = engine.search("Kuchen Ofen", SearchOptions(mode="fts", log=False))
+    assert "protected" not in response.results[0].explain  # a name inside a longer query is no exact match
+
+
 def test_without_vectors_hybrid_degrades_to_full_text_with_a_notice(stemming_vault):
     engine = SearchEngine(stemming_vault, load_settings(), ModelsFromCallables(embedder=lambda: DeterministicFakeEmbedder()))
     response = engine.search("Notizen", SearchOptions(log=False))

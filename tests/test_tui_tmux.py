@@ -1,7 +1,8 @@
 """End to end: the real `mindtui` in a real terminal (a tmux pane of 80x24) with the real model.
 
 Keys go in with send-keys, the screen comes back with capture-pane, the database and the vault
-file are checked afterwards, and `q` must leave with exit code 0.
+file are checked afterwards, and `q` must leave with exit code 0. Each key is waited on by what
+it changes (`press`: text that was not on screen before it), never by a fixed sleep.
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ def test_search_resolve_a_card_and_quit_in_a_real_terminal(pane, sample_vault, d
         assert service.curation_card(card.item_id).status == "resolved"
     after = source.read_text(encoding="utf-8")
     assert after != before and card.payload["candidates"][0]["path"].removesuffix(".md") in after
+    pane.press("u", shows=f"undid pick on card {card.item_id}")  # undo: the file as it was, byte for byte
+    assert source.read_text(encoding="utf-8") == before
+    with owner_service(db_path) as service:
+        assert service.curation_card(card.item_id).status == "open"
 
     # e: the editor (here a script that appends a line) runs in the suspended app's terminal,
     # then the note is re-imported and shown with the new line.
@@ -136,12 +141,10 @@ def test_keys_that_arrive_in_one_read_are_all_handled_in_order(pane, sample_vaul
                         shlex.quote(sys.executable), "-m", "mindtui", "--db", shlex.quote(str(db_path)), "tui"])
     pane.tmux("new-session", "-d", "-s", "main", "-x", "80", "-y", "24", command)
     pane.wait_for("cards")
-    pane.keys("Zettelkasten")
-    pane.wait_for(third.path)
-    pane.keys("Down", "Down", "Down", "Enter")  # one write: focus to the list, two rows down, open
-    pane.wait_for(f"{third.title}  ·  ")  # the Note mode's header names the third result
-    pane.keys("F2")
-    pane.wait_for("Filters")  # Search mode's footer: the query field has the focus again
+    pane.press("Zettelkasten", shows=third.path)
+    # one write: focus to the list, two rows down, open; the Note mode's header names the third result
+    pane.press("Down", "Down", "Down", "Enter", shows=f"{third.title}  ·  ")
+    pane.press("F2", shows="^f Filters")  # Search mode's footer: the query field has the focus again
     pane.keys("C-u", "Spaced Repetition")  # one write
     wait_for_line(pane, 0, "Spaced Repetition")  # the query line: the new text only
     wait_for_line(pane, 2, f"{spaced.title}  {spaced.note_type}")  # and its first result
@@ -182,13 +185,11 @@ def test_a_file_changed_outside_shows_in_search_and_in_the_open_note(pane, sampl
     note = sample_vault.root / "Konzepte/Vergessenskurve.md"
     text = note.read_text(encoding="utf-8")
 
-    pane.keys("Quastenflosser")
-    pane.wait_for("full-text results only")  # answered (nothing matches: no vectors, no such word yet)
+    pane.press("Quastenflosser", shows="full-text results only")  # answered (nothing matches: no vectors, no such word yet)
     note.write_text(text.replace("Die Vergessenskurve beschreibt", "Quastenflosser beschreiben"), encoding="utf-8")
     pane.wait_for("Konzepte/Vergessenskurve.md")  # the watcher imported it; the query ran again
 
-    pane.keys("Enter")
-    pane.wait_for("backlinks (")  # the note is open (its neighbours came with it)
+    pane.press("Enter", shows="backlinks (")  # the note is open (its neighbours came with it)
     note.write_text(text.replace("Die Vergessenskurve beschreibt", "Ein Quastenflosserlein beschreibt"),
                     encoding="utf-8")
     pane.wait_for("Ein Quastenflosserlein")  # reloaded in place, in the Note mode
@@ -204,18 +205,29 @@ def test_a_big_note_opens_while_typing(pane, sample_vault, db_path, tmp_path, re
     exit_file = tmp_path / "exit-code"
     start_app(pane, db_path, exit_file, MINDTUI_WATCH__EMBED="false")
     pane.wait_for("cards")
-    pane.keys("Riesenliste")
-    pane.wait_for("Riesenliste.md")
-    pane.keys("Enter")
-    pane.wait_for("Erweiterung 0")  # the first screen, rendered: the link's label, not [[...]]
+    pane.press("Riesenliste", shows="Riesenliste.md")
+    pane.press("Enter", shows="Erweiterung 0")  # the first screen, rendered: the link's label, not [[...]]
     assert "[[Plugin" not in pane.screen()
-    pane.keys("F2")  # while the rest renders: back to Search and type
-    pane.wait_for("^f Filters")  # Search mode's footer
-    pane.keys("C-u")  # alone: text in the same read as ctrl+u is dropped (issue 23, item 3)
-    pane.wait_for("search your notes")
-    pane.keys("Vergessenskurve")
-    pane.wait_for("Konzepte/Vergessenskurve.md")
-    pane.keys("F3")
-    screen = pane.wait_for("Erweiterung 0")
+    pane.press("F2", shows="^f Filters")  # while the rest renders: back to Search (its footer) and type
+    pane.press("C-u", shows="search your notes")  # alone: text in the same read as ctrl+u is dropped (item 3)
+    pane.press("Vergessenskurve", shows="Konzepte/Vergessenskurve.md")
+    screen = pane.press("F3", shows="Erweiterung 0")
     assert "hub" in screen  # the frontmatter, as a table
+    quit_app(pane, exit_file)
+
+
+def test_a_job_started_and_cancelled_in_a_real_terminal(pane, sample_vault, db_path, tmp_path, real_model):
+    """The nightly from the Jobs mode: it runs (embedding the sample vault with the real model takes
+    long enough to cancel it), `c` stops it at a safe point, the history says so, the app goes on."""
+    build_fixed_db(sample_vault.root, db_path)
+    exit_file = tmp_path / "exit-code"
+    start_app(pane, db_path, exit_file, MINDTUI_WATCH__EMBED="false")
+    pane.wait_for("cards")
+    pane.press("F5", shows="n nightly")  # the Jobs mode
+    pane.press("n", shows="nightly: running")
+    pane.press("c", shows="cancelled: everything committed so far is kept")
+    with owner_service(db_path) as service:
+        last = next(run for run in service.job_history() if run["job"] == "nightly")
+    assert last["status"] == "cancelled", last
+    pane.press("F2", shows="^f Filters")  # the app goes on: Search mode
     quit_app(pane, exit_file)

@@ -188,7 +188,9 @@ def _finish_pending(ctx: EditContext) -> list[str]:
 @contextmanager
 def _answer_lock(conn):
     """One answer or undo at a time per database file, across processes and threads (flock on a file
-    of its own beside the database; released when the file is closed or the process dies)."""
+    of its own beside the database; released when the file is closed or the process dies).
+    Lock order (jobs.lock): taken inside the job lock or alone, and never held while the job lock
+    is taken (the service imports an answer's files after this lock is released)."""
     name = conn.filename
     if not name or name == ":memory:":
         yield

@@ -3,8 +3,19 @@
 flock is released by the kernel when the process dies, so a killed job never leaves a
 stale lock behind. The lock file names its holder (`pid job`): a job that finds the live
 vault's short import (job `watch`) holding the lock waits for it (up to `wait_s`) instead of
-failing, while the watcher itself never waits: it yields and tries again later. So a nightly
-and a watcher never write at once, and neither fails because of the other.
+failing, while the watcher itself never waits: it yields and tries again later, first looking
+whether the lock is free (`holder`) so that it starts no child while a nightly runs. So a
+nightly and a watcher never write at once, and neither fails because of the other.
+
+A holder writes its name right after it took the lock: one that finds the lock held and the name
+not written yet (or the lock held only for a moment, by the watcher's look) tries again for
+BUSY_GRACE_S rather than report a nameless holder.
+
+Lock order: a process that holds both locks takes this one first, then the curation answer lock
+(`<db>.curation-lock`, curation.actions), and releases them in the reverse order. Answering a
+card takes the curation lock only (never this one), a job step that writes vault files (the import
+finishing an answer killed before its files) takes it inside this one: no process waits for the
+job lock while holding the curation lock, so the two cannot deadlock.
 """
 
 from __future__ import annotations
@@ -21,6 +32,32 @@ __all__ = ["JobLock", "JobLockedError", "WATCH_JOB"]
 
 WATCH_JOB = "watch"  # the live vault's import job: short, so others wait for it
 _WAIT_STEP_S = 0.05
+BUSY_GRACE_S = 0.5  # a holder not named yet, or a look at the lock: it is taken again this long
+
+
+def _holder(fd: int) -> tuple[str, str]:
+    """(pid, job) as the holder wrote them; empty strings before it has."""
+    pid, _, job = os.pread(fd, 64, 0).decode("ascii", "replace").strip().partition(" ")
+    return pid, job
+
+
+def holder(db_path: Path) -> str | None:
+    """The job holding the database's lock ("" when it has not said), or None when it is free.
+    Taking the lock for a moment is the only way to know; a job starting in that moment retries."""
+    path = Path(str(db_path) + ".lock")
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _holder(fd)[1]
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
 
 
 class JobLock:
@@ -38,14 +75,16 @@ class JobLock:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:  # a folder or lock file without permission, a read-only or full disk
             raise self._failure(exc) from exc
-        deadline = time.monotonic() + self.wait_s
+        began = time.monotonic()
+        deadline = began + self.wait_s
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                pid, _, job = os.pread(fd, 64, 0).decode("ascii", "replace").strip().partition(" ")
-                if job == WATCH_JOB and self.job != WATCH_JOB and time.monotonic() < deadline:
+                pid, job = _holder(fd)
+                waits = job == WATCH_JOB and self.job != WATCH_JOB and time.monotonic() < deadline
+                if waits or time.monotonic() < began + BUSY_GRACE_S:
                     time.sleep(_WAIT_STEP_S)  # the live vault's import ends within seconds
                     continue
                 os.close(fd)
@@ -54,8 +93,9 @@ class JobLock:
                     f"(pid {pid or 'unknown'}, lock {self.path}); try again when it has finished"
                 ) from None
         try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()} {self.job}".encode("ascii", "replace"), 0)
+            name = f"{os.getpid()} {self.job}".encode("ascii", "replace")
+            os.pwrite(fd, name, 0)  # then cut what a longer name left: the file is never empty again
+            os.ftruncate(fd, len(name))
         except OSError as exc:  # a full disk: the job could not write anything either
             os.close(fd)
             raise self._failure(exc) from exc

@@ -65,6 +65,34 @@ class StepContext:
 Step = Callable[[StepContext], dict]
 
 
+class ImportBudget(CancelToken):
+    """The job's cancel, or the import's time (jobs.import_budget_s) spent. It is spent only once
+    the import has asked FREE_CHECKS times (about one write batch): a run whose reading and parsing
+    alone outlast the budget still writes a batch, so run after run moves on."""
+
+    FREE_CHECKS = 100
+
+    def __init__(self, outer: CancelToken, seconds: float) -> None:
+        super().__init__()
+        self.outer = outer
+        self.deadline = time.monotonic() + seconds
+        self._checks = 0
+
+    @property
+    def spent(self) -> bool:
+        return self._checks > self.FREE_CHECKS and time.monotonic() >= self.deadline
+
+    @property
+    def cancelled(self) -> bool:
+        self._checks += 1
+        return self.outer.cancelled or self.spent
+
+    def check(self) -> None:
+        self.outer.check()
+        if self.spent:
+            raise Cancelled("the import's time budget is spent; what it wrote is kept, the next run goes on")
+
+
 def import_step(ctx: StepContext) -> dict:
     from mindtui.curation.actions import finish_pending
     from mindtui.curation.kinds import EditContext
@@ -74,11 +102,19 @@ def import_step(ctx: StepContext) -> dict:
     from mindtui.vault.types import load_type_registry
 
     finish_pending(EditContext(ctx.conn, ctx.settings, ctx.need_vault()))  # an answer killed before its files
+    budget = ImportBudget(ctx.cancel, ctx.settings.jobs.import_budget_s) if ctx.settings.jobs.import_budget_s else None
     importer = VaultImporter(
         ctx.conn, ctx.need_vault(), load_type_registry(ctx.settings.types_file), ctx.settings,
         progress=lambda done, total, path: ctx.report_progress(done, total, path),
-        cancel=ctx.cancel, allow_mass_delete=ctx.allow_mass_delete)
-    report = importer.run().as_dict()
+        cancel=budget or ctx.cancel, allow_mass_delete=ctx.allow_mass_delete)
+    try:
+        report = importer.run().as_dict()
+    except Cancelled:
+        if budget is None or not budget.spent or ctx.cancel.cancelled:
+            raise
+        ctx.message(f"import: stopped after jobs.import_budget_s {ctx.settings.jobs.import_budget_s:g} s; "
+                    "the next run goes on")
+        return {**importer.report.as_dict(), "remaining": True}  # links and cards: the run that ends it
     report["curation"] = refresh(ctx.conn, ctx.settings, kinds=LINK_KINDS).as_dict()  # link cards follow the links
     report["knowledge"] = _callouts(ctx)
     return report
@@ -192,6 +228,24 @@ def maintain_step(ctx: StepContext) -> dict:
     from mindtui.store.maintenance import optimize
 
     return optimize(ctx.conn)
+
+
+# What each step imports when it runs: a warm job child (`--when-told`) imports them while it waits.
+STEP_MODULES: dict[str, tuple[str, ...]] = {
+    "import": ("mindtui.curation.actions", "mindtui.curation.kinds", "mindtui.curation.refresh",
+               "mindtui.curation.registry", "mindtui.vault.importer", "mindtui.vault.types",
+               "mindtui.knowledge.callout_sync", "mindtui.knowledge.cards"),
+    "embed": ("mindtui.models.holder", "mindtui.models.sweep"),
+}
+
+
+def preload(steps: list[str]) -> None:
+    """Import what the steps need, ahead of running them."""
+    import importlib
+
+    for step in steps:
+        for module in STEP_MODULES.get(step, ()):
+            importlib.import_module(module)
 
 
 STEPS: dict[str, Step] = {"import": import_step, "embed": embed_step, "graph": graph_step,

@@ -7,11 +7,14 @@ of changed notes. The other waits until no change has come for `watch.quiet_s`, 
 whole set to an import runner (the front end's: the service runs it in a job child). A burst of
 writes (a git checkout) is therefore one import; changes that arrive while one runs are the next.
 
-The import is incremental (unchanged files are skipped by size and mtime), so a run covers
-renames and deletions without being told which files they were. It runs under the job lock as
-job `watch`: when another job holds the lock the runner says `locked`, and the watcher yields
-(keeps the changes, tries again `watch.retry_s` later); a job that finds the watcher holding it
-waits for it (see jobs.lock). Nothing here imports a front end.
+The import is incremental (unchanged files are skipped by size and mtime; only the links naming a
+note it wrote or deleted are resolved again, see vault.relink), so a run covers renames and
+deletions without being told which files they were, and costs its changes, not the vault's size:
+the paths are a hint. A run's import and embedding each stop after their budget
+(watch.import_budget_s, watch.embed_budget_s) and the next run goes on. It runs under the job lock
+as job `watch`: when another job holds the lock the runner says `locked` (without starting
+anything), and the watcher yields (keeps the changes, looks again `watch.retry_s` later); a job
+that finds the watcher holding it waits for it (see jobs.lock). Nothing here imports a front end.
 """
 
 from __future__ import annotations
@@ -60,7 +63,10 @@ class ImportRunner(Protocol):
         """Import the vault (the changed paths are a hint); call `imported(report)` once the index has them."""
 
     def cancel(self) -> None:
-        """Stop a run at its next safe point (called from another thread)."""
+        """Stop a run at its next safe point, and for good (called from another thread)."""
+
+    # Optional: prepare() -> None, called once the watch is in place (a runner may start the
+    # first run's work ahead, as service.watching does with a child waiting to be told).
 
 
 def on_network_file_system(path: Path, mounts: Path = Path("/proc/mounts")) -> bool:
@@ -133,6 +139,7 @@ class VaultWatcher:
         self._running = False
         self._more = False  # the last run left work: the next one follows without a change
         self._failures = 0  # failed runs in a row: each doubles the wait before the next try
+        self._waiting = False  # the last run found the lock held (said once)
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -155,10 +162,8 @@ class VaultWatcher:
         """Stop watching; a run in progress is cancelled at its next safe point and waited for."""
         self._stop.set()
         with self._cond:
-            running = self._running
             self._cond.notify_all()
-        if running:
-            self.runner.cancel()
+        self.runner.cancel()  # a run in progress stops; one prepared ahead is let go
         for thread in self._threads:
             thread.join(timeout)
 
@@ -198,7 +203,9 @@ class VaultWatcher:
                         force_polling=polling, poll_delay_ms=self.settings.watch.poll_interval_ms,
                         rust_timeout=1000, yield_on_timeout=True, raise_interrupt=False,
                         ignore_permission_denied=True):
-                    self._ready.set()  # the first (empty) yield on timeout: the watch is in place
+                    if not self._ready.is_set():  # the first (empty) yield on timeout: the watch is in place
+                        self._ready.set()
+                        getattr(self.runner, "prepare", lambda: None)()
                     self.notice(rel for _, path in changes if (rel := self.filter.relative(path)))
                 return
             except (OSError, RuntimeError) as exc:  # e.g. the inotify watch limit, a vanished vault
@@ -231,13 +238,15 @@ class VaultWatcher:
                 # The changes are kept for the next try: a held lock ends, a failure (a full disk, a
                 # busy database) may pass; a failing run waits twice as long each time (up to 64x).
                 failed = outcome.status == "failed"
-                self.on_change(VaultChange("failed" if failed else "waiting", batch, outcome.detail))
+                if failed or not self._waiting:  # "waiting" once per held lock, not every retry_s
+                    self.on_change(VaultChange("failed" if failed else "waiting", batch, outcome.detail))
+                self._waiting = not failed
                 with self._cond:
                     self._failures = self._failures + 1 if failed else 0
                     self._pending |= batch
                     self._due = max(self._due, time.monotonic() + self.retry_s * 2 ** min(self._failures, 6))
             elif outcome.status == "ok":
-                self._failures = 0
+                self._failures, self._waiting = 0, False
                 self.on_change(VaultChange("done", batch))
                 if outcome.more:  # after a gap in which a waiting job takes the lock
                     with self._cond:

@@ -28,7 +28,6 @@ from mindtui.store import vectors as vector_store
 from mindtui.store.meta import EMBED_REMAINING_KEY, data_version, get_meta
 from mindtui.store.visibility import audience_of
 from mindtui.text import analysis
-from mindtui.text.names import exact_key
 
 MODES = ("hybrid", "fts", "vector")
 # How much an edge of each provenance lets a note lend in graph expansion (DESIGN.md: explicit 1.0, rule 0.8).
@@ -38,7 +37,6 @@ MAX_TITLE_WORDS = 6
 
 
 class TitleKeys(NamedTuple):
-    exact: dict[str, set[str]]  # exact_key(title or alias) -> note ids
     by_words: dict[str, set[str]]  # the name's words joined by spaces -> note ids (for mentions)
 
 
@@ -410,30 +408,29 @@ class SearchEngine:
         key = query.exact
         if not key:
             return []
-        matches = sorted(self._title_keys().exact.get(key, ()))
+        # An index lookup (note_names), not the title cache: the first full-text search of a
+        # session waited ~100 ms for every title and alias to be read into it.
+        matches = store.exact_name_matches(self.conn, key)
         if matches and options.filtered:
             passing = self._passing(matches, options)
             matches = [n for n in matches if n in passing]
         return matches
 
     def _title_keys(self) -> TitleKeys:
-        """Every title and alias -> note ids, by exact key and by word key; rebuilt only when the database changed.
+        """Every title and alias -> note ids by its words (for mentions); rebuilt only when the database changed.
 
         `PRAGMA data_version` moves when another connection commits (an import, an edit), so a
         long-lived engine (TUI, MCP server) reads all titles once, not on every keystroke.
         """
         version = data_version(self.conn)
         if self._title_cache is None or self._title_cache[0] != version:
-            exact: dict[str, set[str]] = {}
             by_words: dict[str, set[str]] = {}
             for note_id, title, aliases in store.title_matches(self.conn):
                 for name in [title, *aliases]:
-                    if exact_key(name):
-                        exact.setdefault(exact_key(name), set()).add(note_id)
                     name_words = analysis.words(name)
                     if 0 < len(name_words) <= MAX_TITLE_WORDS:
                         by_words.setdefault(" ".join(name_words), set()).add(note_id)
-            self._title_cache = (version, TitleKeys(exact, by_words))
+            self._title_cache = (version, TitleKeys(by_words))
         return self._title_cache[1]
 
     def record(self, query: str, mode: str, note_ids: list[str]) -> list[str]:

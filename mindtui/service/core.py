@@ -19,7 +19,7 @@ from mindtui.config import Settings
 from mindtui.errors import InputError, NoteNotFound, NotAllowed
 from mindtui.graph.neighbours import GROUPS, find_note, neighbours
 from mindtui.graph.stats import graph_stats
-from mindtui.jobs.runner import JOBS, JobHooks, run_job
+from mindtui.jobs.runner import JOBS, JobHooks, check_job, preload, run_job
 from mindtui.knowledge.writer import Decision
 from mindtui.models import files as model_files
 from mindtui.models.holder import ModelHolder, shared_holder
@@ -307,6 +307,11 @@ class Service:
         return run_job(job, self.settings, db_path=self.db_path, vault=vault or self.vault_root(), steps=steps,
                        progress=progress, message=message, cancel=cancel, allow_mass_delete=allow_mass_delete,
                        models=self.models, hooks=hooks)
+
+    def prepare_job(self, job: str, steps: list[str] | None = None) -> None:
+        """Load what the job's steps need ahead of run_job (a job child waiting to be told);
+        StepError for an unknown job or step."""
+        preload(check_job(job, steps))
 
     def start_job(self, job: str, *, steps: list[str] | None = None, vault: Path | None = None,
                   allow_mass_delete: bool = False, on_event: Callable[[dict], None] | None = None) -> JobProcess:

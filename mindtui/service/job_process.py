@@ -67,8 +67,10 @@ class JobOutcome:
 
 
 def job_command(db_path: Path, job: str, steps: list[str] | None = None, vault: Path | None = None,
-                allow_mass_delete: bool = False) -> list[str]:
+                allow_mass_delete: bool = False, when_told: bool = False) -> list[str]:
     command = [sys.executable, "-m", "mindtui", "--db", str(db_path), "--job", job, "--progress", "json", "--json"]
+    if when_told:
+        command.append("--when-told")
     if steps is not None:
         command += ["--steps", ",".join(steps)]
     if vault is not None:
@@ -100,11 +102,14 @@ class JobProcess:
     """
 
     def __init__(self, settings: Settings, job: str, *, steps: list[str] | None = None, vault: Path | None = None,
-                 allow_mass_delete: bool = False, on_event: EventCallback | None = None) -> None:
+                 allow_mass_delete: bool = False, on_event: EventCallback | None = None,
+                 when_told: bool = False) -> None:
         """The child runs jobs.child_nice nicer than this process: its parsing and embedding take
-        the cores only when the front end (keys, rendering) does not need them."""
+        the cores only when the front end (keys, rendering) does not need them. when_told: the
+        child starts (Python, imports: ~1 s under load) and waits; `go()` runs the job at once,
+        `dismiss()` lets it exit without running."""
         self.job = job
-        self.command = job_command(settings.db_path, job, steps, vault, allow_mass_delete)
+        self.command = job_command(settings.db_path, job, steps, vault, allow_mass_delete, when_told)
         self._on_event = on_event
         self._queue: queue.Queue[dict] | None = None if on_event else queue.Queue()
         self._lock = threading.Lock()
@@ -119,7 +124,7 @@ class JobProcess:
         self._config = _write_config(settings)
         try:
             self._proc = subprocess.Popen(
-                self.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                self.command, stdin=subprocess.PIPE if when_told else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 env=_child_env(self._config), text=True, encoding="utf-8", errors="replace", bufsize=1,
                 start_new_session=True)
         except OSError:
@@ -150,6 +155,24 @@ class JobProcess:
             ready = self._started
         if ready:
             self._signal(signal.SIGINT)
+
+    def go(self) -> None:
+        """Run the job now (a child started with when_told)."""
+        self._tell("go\n")
+
+    def dismiss(self) -> None:
+        """Let a waiting child (when_told) exit without running; a running one is not affected."""
+        self._tell("")
+
+    def _tell(self, line: str) -> None:
+        stdin = self._proc.stdin
+        if stdin is None or stdin.closed:
+            return
+        try:
+            stdin.write(line)
+            stdin.close()
+        except (BrokenPipeError, OSError):  # it exited already: its outcome says why
+            return
 
     def kill(self) -> None:
         """Stop at once (SIGKILL); the step stays `running` until the next job marks it interrupted."""

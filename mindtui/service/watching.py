@@ -1,7 +1,8 @@
 """The live vault's import runs for the service: each one a job child (`mindtui --job watch`).
 
 A child rather than a thread: pure-Python parsing holds the GIL and would starve the TUI's keys,
-and the child runs jobs.child_nice nicer (see job_process). It imports, then (watch.embed) embeds
+and the child runs jobs.child_nice nicer (see job_process). One child waits, started and
+imported, for the next run (~50 MB, no model). It imports, then (watch.embed) embeds
 the changed chunks; the embedding model is loaded in the child and freed when it exits, so a
 long-running watcher does not keep ~500 MB resident between changes.
 """
@@ -13,37 +14,69 @@ from pathlib import Path
 from typing import Callable
 
 from mindtui.config import Settings
-from mindtui.jobs.lock import WATCH_JOB
+from mindtui.jobs.lock import WATCH_JOB, holder
 from mindtui.jobs.watch import RunOutcome
 from mindtui.service.job_process import JobProcess
 
 
 class ChildImportRunner:
-    """VaultWatcher's runner: one `mindtui --job watch --steps import[,embed]` child per run."""
+    """VaultWatcher's runner: one `mindtui --job watch --steps import[,embed]` child per run.
+
+    The next run's child is started as soon as a run ends and waits, its imports done
+    (`--when-told`): a change then costs its import only, not ~1 s of Python starting. While
+    another job holds the lock no child is told to run (`locked` comes back at once, and the
+    watcher looks again watch.retry_s later)."""
 
     def __init__(self, settings: Settings, vault: Path) -> None:
-        # The child embeds for watch.embed_budget_s at most: the lock is free again soon.
-        self.settings = settings.with_values({"jobs": {"embed_budget_s": settings.watch.embed_budget_s}})
+        # The child imports and embeds for watch.*_budget_s at most: the lock is free again soon.
+        self.settings = settings.with_values({"jobs": {"embed_budget_s": settings.watch.embed_budget_s,
+                                                       "import_budget_s": settings.watch.import_budget_s}})
         self.vault = vault
+        self.steps = ["import", "embed"] if self.settings.watch.embed else ["import"]
         self._process: JobProcess | None = None
+        self._spare: JobProcess | None = None
         self._cancelled = False
         self._lock = threading.Lock()
+        self.children = 0  # children started (the spare included)
+
+    def _child(self) -> JobProcess:
+        self.children += 1
+        return JobProcess(self.settings, WATCH_JOB, steps=self.steps, vault=self.vault, when_told=True)
+
+    def prepare(self) -> None:
+        """Start the next run's child now, if none waits (called after each run, and at start)."""
+        with self._lock:
+            if self._cancelled or (self._spare is not None and self._spare.running):
+                return
+            self._spare = self._child()
 
     def run(self, paths: frozenset[str], imported: Callable[[dict], None]) -> RunOutcome:
-        steps = ["import", "embed"] if self.settings.watch.embed else ["import"]
+        taken = holder(self.settings.db_path)
+        if taken is not None and taken != WATCH_JOB:
+            return RunOutcome("locked", f"{taken or 'another job'} holds the lock")
         with self._lock:
             if self._cancelled:
                 return RunOutcome("cancelled", "the watcher is stopping")
-            process = self._process = JobProcess(self.settings, WATCH_JOB, steps=steps, vault=self.vault)
+            spare, self._spare = self._spare, None
+            process = self._process = spare if spare is not None and spare.running else self._child()
+        process.go()
+        try:
+            return self._outcome(process, imported)
+        finally:
+            self.prepare()
+
+    def _outcome(self, process: JobProcess, imported: Callable[[dict], None]) -> RunOutcome:
         failures = []
         more = False
         for event in process.events():
             if event["event"] != "step_done":
                 continue
+            report = event.get("report") or {}
             if event.get("status") == "ok" and event.get("step") == "import":
-                imported(event.get("report") or {})
+                imported(report)
+                more = more or bool(report.get("remaining"))
             elif event.get("status") == "ok" and event.get("step") == "embed":
-                more = bool((event.get("report") or {}).get("remaining"))
+                more = more or bool(report.get("remaining"))
             elif event.get("status") == "failed":
                 failures.append(f"{event.get('step')}: {event.get('error')}")
         outcome = process.wait()
@@ -59,6 +92,8 @@ class ChildImportRunner:
     def cancel(self) -> None:
         with self._lock:
             self._cancelled = True
-            process = self._process
+            process, spare, self._spare = self._process, self._spare, None
+        if spare is not None:
+            spare.dismiss()
         if process is not None and process.running:
             process.cancel()

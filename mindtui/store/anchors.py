@@ -11,6 +11,7 @@ agent) gets one row in chunks_fts, rowid = -anchor_id, the analyzed lines in the
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Callable
 
 import apsw
@@ -19,27 +20,36 @@ from mindtui.store.visibility import open_to_agents
 from mindtui.text.analysis import ANALYZER_VERSION
 
 
-def incoming_lines(conn: apsw.Connection) -> dict[str, tuple[str, list[tuple[str, str]]]]:
+def incoming_lines(conn: apsw.Connection,
+                   only: set[str] | None = None) -> dict[str, tuple[str, list[tuple[str, str]]]]:
     """note_id -> (its language, the (evidence line, target as written) of resolved references
-    to it from other readable notes, in order)."""
+    to it from other readable notes, in order); of the notes in `only` (None: all)."""
     lines: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+    limit, args = ("", ()) if only is None else (
+        " AND l.resolved_note_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(only)),))
     rows = conn.execute(
         "SELECT l.resolved_note_id, t.lang, l.evidence, l.target_raw FROM main.note_links l"
         " JOIN main.notes s ON s.note_id = l.note_id JOIN main.notes t ON t.note_id = l.resolved_note_id"
-        f" WHERE l.resolution = 'resolved' AND l.resolved_note_id != l.note_id AND {open_to_agents('s')}"
-        " ORDER BY l.resolved_note_id, s.path, l.seq")
+        f" WHERE l.resolution = 'resolved' AND l.resolved_note_id != l.note_id AND {open_to_agents('s')}{limit}"
+        " ORDER BY l.resolved_note_id, s.path, l.seq", args)
     for target, lang, evidence, written in rows:
         lines.setdefault(target, (lang, []))[1].append((evidence, written))
     return lines
 
 
-def refresh(conn: apsw.Connection, analyzed: Callable[[list[tuple[str, str]], str], str]) -> int:
-    """Bring every note's anchor row up to date; `analyzed(lines, lang)` is the row's indexed text.
-    Only rows whose lines (or language) changed are analyzed and rewritten: reading every
-    reference is cheap, stemming them all is not (the hub vault: 42k lines). Returns how many
-    rows were written or removed. Call inside a transaction."""
-    current = dict(conn.execute("SELECT note_id, text_hash FROM main.note_anchors"))
-    wanted = incoming_lines(conn)
+def refresh(conn: apsw.Connection, analyzed: Callable[[list[tuple[str, str]], str], str],
+            only: set[str] | None = None) -> int:
+    """Bring every note's anchor row up to date (or those of the notes in `only`: the importer
+    names the notes whose incoming references or language may have changed); `analyzed(lines,
+    lang)` is the row's indexed text. Only rows whose lines (or language) changed are analyzed and
+    rewritten: reading every reference is cheap, stemming them all is not (the hub vault: 42k
+    lines). Returns how many rows were written or removed. Call inside a transaction."""
+    if only is None:
+        current = dict(conn.execute("SELECT note_id, text_hash FROM main.note_anchors"))
+    else:
+        current = dict(conn.execute("SELECT note_id, text_hash FROM main.note_anchors"
+                                    " WHERE note_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(only)),)))
+    wanted = incoming_lines(conn, only)
     changed = 0
     for note_id in current.keys() - wanted.keys():
         conn.execute("DELETE FROM main.note_anchors WHERE note_id = ?", (note_id,))

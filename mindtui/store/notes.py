@@ -175,6 +175,18 @@ def load_links(conn: apsw.Connection, note_id: str | None = None) -> dict[str, l
     return grouped
 
 
+def link_targets(conn: apsw.Connection) -> list[tuple[str, str]]:
+    """(owner note id, target path) of every reference: which notes name what (no JSON decoded)."""
+    return conn.execute("SELECT note_id, target_path FROM note_links").fetchall()
+
+
+def resolved_targets(conn: apsw.Connection, note_ids: Iterable[str]) -> set[str]:
+    """The notes these notes' references resolve to."""
+    rows = conn.execute("SELECT DISTINCT resolved_note_id FROM note_links WHERE resolved_note_id IS NOT NULL"
+                        " AND note_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(set(note_ids))),))
+    return {row[0] for row in rows}
+
+
 def update_link_resolutions(conn: apsw.Connection, note_id: str, links: Iterable[LinkRecord]) -> None:
     conn.executemany(
         "UPDATE note_links SET resolution = ?, resolved_note_id = ?, detail = ?, candidates = ?"

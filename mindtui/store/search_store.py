@@ -167,9 +167,17 @@ def first_chunks(conn: apsw.Connection, note_ids: list[str]) -> dict[str, int]:
 
 
 def title_matches(conn: apsw.Connection) -> list[tuple[str, str, list[str]]]:
-    """(note_id, title, aliases) of every note, for exact title/alias matching."""
+    """(note_id, title, aliases) of every note, for the names a longer query mentions."""
     return [(nid, title, json.loads(aliases)) for nid, title, aliases in
             conn.execute("SELECT note_id, title, aliases FROM notes")]
+
+
+def exact_name_matches(conn: apsw.Connection, key: str) -> list[str]:
+    """The notes (ids, sorted) whose title or an alias is `key` (an exact_key), from the name
+    index. `notes`, not `main.notes`: an agent's view hides what the agent may not see."""
+    return [row[0] for row in conn.execute(
+        "SELECT DISTINCT k.note_id FROM note_names k JOIN notes n ON n.note_id = k.note_id"
+        " WHERE k.key = ? AND k.how IN ('title', 'alias') ORDER BY k.note_id", (key,))]
 
 
 def has_vectors(conn: apsw.Connection, model_id: str) -> bool:

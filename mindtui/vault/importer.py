@@ -43,6 +43,7 @@ from mindtui.vault.note_builder import (
     PLAIN_TEXT_MARK, NoteRows, ParsedFile, as_plain_text, build_rows, failure_reason, import_fingerprint, parse_file,
     path_note_id, plain_file, resolve_links, sha256_hex,
 )
+from mindtui.vault import relink
 from mindtui.vault.renames import match_renames
 from mindtui.vault.report import ImportReport
 from mindtui.vault.resolve import NameIndex
@@ -67,6 +68,7 @@ class VaultImporter:
         self.cancel = cancel or NEVER_CANCELLED
         self.allow_mass_delete = allow_mass_delete
         self.report = ImportReport()
+        self._anchored: set[str] | None = None  # the notes whose anchor rows this run refreshes (None: all)
 
     def _warn(self, path: str, reason: str) -> None:
         self.report.warnings.append(ImportWarning(path, reason))
@@ -159,6 +161,21 @@ class VaultImporter:
         names = self._name_index(parsed, {**unchanged, **kept}, ids, scan.out_of_corpus, scan.attachments)
         self._count_changes(parsed, states, vanished, renames)
         final_ids = set(ids.values())
+        digest = relink.outside_digest(scan.out_of_corpus, scan.attachments)
+        changed_names = None if relink.names_outside_changed(self.conn, digest) else self._changed_names(
+            parsed, vanished, renames, states)
+        if parsed or vanished:
+            with immediate(self.conn):  # a kill before the relink: the next run relinks every note
+                relink.mark_pending(self.conn)
+        written = {ids[p] for p in parsed}
+        # The notes whose anchor rows may change: those written or deleted, and what their
+        # references resolved to before (here) and after (below), and the relinked notes' targets.
+        if changed_names is None:
+            self._anchored = None
+        else:
+            before = {s.note_id for s in vanished} | {
+                previous.note_id for p in parsed if (previous := states.get(p) or renames.get(p)) is not None}
+            self._anchored = written | before | note_store.resolved_targets(self.conn, written | before)
 
         with write_batches(self.conn, cancel=self.cancel) as batches:
             for state in vanished:
@@ -181,11 +198,14 @@ class VaultImporter:
                 batches.item_done()
                 self.progress(done, total, path)
         relinked_before = self.report.notes_relinked
-        self._relink(names, skip={ids[p] for p in parsed})
+        if self._anchored is not None:
+            self._anchored |= note_store.resolved_targets(self.conn, written)
+        self._relink(names, skip=written, changed_names=changed_names)
         with immediate(self.conn):
+            relink.mark_done(self.conn, digest)
             privacy_changed = self._apply_private_paths()
             if parsed or vanished or privacy_changed or self.report.notes_relinked > relinked_before:
-                anchor_store.refresh(self.conn, anchor_text)
+                anchor_store.refresh(self.conn, anchor_text, None if privacy_changed else self._anchored)
             set_meta(self.conn, VAULT_KEY, str(self.vault.resolve()))
 
         self._totals()
@@ -342,14 +362,34 @@ class VaultImporter:
         self._warn(item.path, reason)
         return rows
 
-    def _relink(self, names: NameIndex, skip: set[str]) -> None:
-        """Re-resolve the references of notes not rewritten in this run; rewrite the edges of
-        those whose targets changed (a target appeared, vanished, or became ambiguous)."""
+    def _changed_names(self, parsed: dict[str, ParsedFile], vanished: list, renames: dict,
+                       states: dict[str, note_store.NoteState]) -> set[str]:
+        """The names (file names, aliases, before and after) of every note this run writes or deletes."""
+        names: set[str] = set()
+        for path, item in parsed.items():
+            names |= relink.names_of(path, item.aliases)
+            before = states.get(path) or renames.get(path)
+            if before is not None:
+                names |= relink.names_of(before.path, before.aliases)
+        for state in vanished:
+            names |= relink.names_of(state.path, state.aliases)
+        return names
+
+    def _relink(self, names: NameIndex, skip: set[str], changed_names: set[str] | None) -> None:
+        """Re-resolve the references of notes not rewritten in this run (of all, or of those
+        naming `changed_names`: see vault.relink); rewrite the edges of those whose targets
+        changed (a target appeared, vanished, or became ambiguous)."""
         types = note_store.note_types(self.conn)
+        wanted = relink.notes_to_relink(note_store.link_targets(self.conn), changed_names)
+        if wanted is None:
+            links_by_note = note_store.load_links(self.conn)
+        else:
+            links_by_note = {n: note_store.load_links(self.conn, n).get(n, []) for n in sorted(wanted - skip)}
         with write_batches(self.conn, cancel=self.cancel) as batches:
-            for note_id, links in note_store.load_links(self.conn).items():
+            for note_id, links in links_by_note.items():
                 if note_id in skip or note_id not in types:
                     continue
+                self.report.notes_relink_checked += 1
                 note_type, path = types[note_id]
                 fresh = resolve_links(links, note_id, path, names)
                 if all((a.resolution, a.resolved_note_id, a.detail, a.candidates)
@@ -357,6 +397,8 @@ class VaultImporter:
                     continue
                 resolved = [l for l in fresh if l.resolution == "resolved"]
                 edges = reference_edges(note_id, note_type, self.registry.note_type(note_type).edge_defaults, resolved)
+                if self._anchored is not None:
+                    self._anchored |= {l.resolved_note_id for l in links + fresh if l.resolved_note_id}
                 batches.ensure_open()
                 note_store.update_link_resolutions(self.conn, note_id, fresh)
                 edge_store.delete_reference_edges(self.conn, note_id)

@@ -16,6 +16,7 @@ class ImportReport:
     notes_unchanged: int = 0
     notes_renamed: int = 0  # moved or renamed files that kept their note id
     notes_relinked: int = 0  # unchanged notes whose links now resolve differently
+    notes_relink_checked: int = 0  # unchanged notes whose links were resolved again (see vault.relink)
     chunks_total: int = 0
     explicit_total: int = 0
     wikilink_total: int = 0
