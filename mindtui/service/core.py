@@ -143,8 +143,9 @@ class Service:
         view.text = clean(view.text)
         view.frontmatter = clean.value(view.frontmatter)
         view.aliases = clean.value(view.aliases)
-        view.chunks = [dataclasses.replace(chunk, text=clean(chunk.text), heading_path=clean(chunk.heading_path))
-                       for chunk in view.chunks]
+        if clean.names is not None:  # the owner's chunks as they are: a copy of each took ~50 ms on a 5 MB note
+            view.chunks = [dataclasses.replace(chunk, text=clean(chunk.text), heading_path=clean(chunk.heading_path))
+                           for chunk in view.chunks]
         return view
 
     def neighbours(self, name: str, groups: tuple[str, ...] = GROUPS) -> views.NeighboursView:
