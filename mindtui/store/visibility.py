@@ -162,6 +162,9 @@ def restrict(conn: apsw.Connection, audience: Audience, private_paths: tuple[str
                                 1, deterministic=True)
     for statement in _agent_views(conn, patterns):
         conn.execute(statement)
+    from mindtui.store import visible_rank  # it reads this module's rule: imported once both exist
+
+    visible_rank.register(conn)
 
 
 def audience_of(conn: apsw.Connection) -> Audience:
