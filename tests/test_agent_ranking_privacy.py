@@ -128,3 +128,23 @@ def test_an_agents_bm25_is_fts5s_over_the_rows_it_sees(tmp_path):
     assert len(both) == 3 and all(fts5 == ours for fts5, ours in both)
     hidden = ranking_world(tmp_path / "hidden", hidden=True)
     assert _raw_scores(hidden, Audience.AGENT, ("A-Spaeter/**",)) == agent
+
+
+def test_an_agent_gets_no_row_id_or_count_that_counts_hidden_rows(tmp_path):
+    """Chunk ids are row ids: hidden notes imported first would number the visible chunks higher.
+    Counts (status, the status line's summary, a search's "20 of N") are the visible rows'."""
+    outputs = {}
+    for hidden in (True, False):
+        db = ranking_world(tmp_path / "world", hidden)
+        with _agent(db) as agent:
+            note = agent.note("Obst").as_dict()
+            note.pop("indexed_at")  # the clock at import
+            status = {k: v for k, v in agent.status().items() if k not in ("db", "vault", "models", "recent_runs")}
+            outputs[hidden] = _dumped({
+                "search": agent.search(QUERY, SearchOptions(mode="fts", log=False)).as_dict(),
+                "hybrid": agent.search(QUERY, SearchOptions(wait_for_model=True, log=False)).as_dict(),
+                "note": note, "status": status, "summary": agent.summary(),
+                "count": agent.search_count(QUERY), "filtered": agent.search_count(QUERY, SearchOptions(note_type="note"))})
+    assert outputs[True] == outputs[False]
+    found = json.loads(outputs[False])
+    assert found["note"]["chunks"][0]["chunk_id"] is None and found["count"] == 2
