@@ -148,3 +148,29 @@ def test_an_agent_gets_no_row_id_or_count_that_counts_hidden_rows(tmp_path):
     assert outputs[True] == outputs[False]
     found = json.loads(outputs[False])
     assert found["note"]["chunks"][0]["chunk_id"] is None and found["count"] == 2
+
+
+def test_a_link_by_a_name_a_hidden_note_shares_is_the_visible_notes_to_an_agent(tmp_path):
+    """[[Plan]] means the visible Projekte/Plan to an agent, whether or not a hidden Privat/Plan
+    exists: its text and evidence show it as written. A link only a hidden note answers stays
+    redacted."""
+    shown = {}
+    for hidden in (True, False):
+        root = tmp_path / "world"
+        if root.exists():
+            shutil.rmtree(root)
+        vault = Vault(root / "vault")
+        vault.write("Projekte/Plan.md", "# Plan\n\nDer Plan.\n")
+        vault.write("Start.md", "# Start\n\nSiehe [[Plan]] und [[Projekte/Plan|den Plan]] oder [[Privat/Plan]].\n")
+        if hidden:
+            vault.write("Privat/Plan.md", "---\nprivate: true\n---\n# Plan\n\nGeheim.\n")
+        run_import(root / "mindtui.db", vault.root)
+        with _agent(root / "mindtui.db") as agent:
+            shown[hidden] = _dumped({"text": agent.note("Start").text,
+                                     "evidence": [n["evidence"] for n in tools.neighbors(
+                                         agent, {"note": "Plan"}, "test")["groups"]["backlinks"]],
+                                     "snippet": [r.snippet for r in agent.search("Siehe", SearchOptions(
+                                         mode="fts", log=False)).results if r.path == "Start.md"]})
+    redacted = "Siehe [[Plan]] und [[Projekte/Plan|den Plan]] oder [[private note]]."
+    assert json.loads(shown[True]) == {"text": f"# Start\n\n{redacted}\n", "evidence": [redacted], "snippet": [redacted]}
+    assert shown[False] == shown[True].replace("[[private note]]", "[[Privat/Plan]]")
