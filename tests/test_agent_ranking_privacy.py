@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from fakes import DeterministicFakeEmbedder
+from test_agent_privacy import PROBED, UNRELATED, fact, proposal_world
 
 from mindtui.audience import Audience
 from mindtui.config import load_settings
@@ -23,7 +24,7 @@ from mindtui.models.sweep import run_embed_sweep
 from mindtui.service import SearchOptions, Service
 from mindtui.search.query import parse_query
 from mindtui.store import open_database
-from mindtui.store import search_store, visible_rank
+from mindtui.store import knowledge_store, search_store, visible_rank
 
 from conftest import Vault, run_import
 
@@ -174,3 +175,27 @@ def test_a_link_by_a_name_a_hidden_note_shares_is_the_visible_notes_to_an_agent(
     redacted = "Siehe [[Plan]] und [[Projekte/Plan|den Plan]] oder [[private note]]."
     assert json.loads(shown[True]) == {"text": f"# Start\n\n{redacted}\n", "evidence": [redacted], "snippet": [redacted]}
     assert shown[False] == shown[True].replace("[[private note]]", "[[Privat/Plan]]")
+
+
+def test_hidden_knowledge_items_move_no_visible_item_in_an_agents_ranking(tmp_path):
+    """Private items holding the query's words (the control world holds as many that match
+    nothing: item ids are row ids) change neither the order nor the BM25 of the agent's items."""
+    outputs = {}
+    for hidden, items in ((True, PROBED), (False, UNRELATED)):
+        owner, db = proposal_world(tmp_path / str(hidden), items)
+        for title in ("Emre plays football on Sundays", "Emre plays chess and sings in the choir"):
+            assert owner.knowledge_submit(fact(title, "Emre"), "owner").decision == "add"
+        owner.close()
+        with _agent(db) as agent:
+            found = tools.knowledge_search(agent, {"query": "Emre plays sings"}, "test")
+        for item in found["items"]:
+            item.pop("valid_from")  # the clock when the world was built
+        conn = open_database(db, audience=Audience.AGENT)
+        try:
+            raw = knowledge_store.fts_items(conn, parse_query("Emre plays sings").fts, 20)
+        finally:
+            conn.close()
+        outputs[hidden] = _dumped({"mcp": found, "raw": raw})
+    assert outputs[True] == outputs[False]
+    found = json.loads(outputs[True])
+    assert len(found["raw"]) == 3 and len(found["mcp"]["items"]) == 3

@@ -8,7 +8,9 @@ connection ranks with `VISIBLE_BM25` instead, FTS5's own formula (fts5_aux.c, k1
 b = 0.75) with the row count, the average length and each phrase's document frequency taken
 over the visible rows only. The hidden rows are usually few: the statistics are the table's
 minus theirs (their lengths read from the index's docsize table), cached until the database
-changes. Cost: one Python call per matching row for an agent; the owner's ranking is FTS5's.
+changes. knowledge_fts (items: private ones, those of hidden notes) is ranked the same way.
+Cost: one Python call per matching row for an agent that has hidden rows; the owner's ranking,
+and an agent's with nothing hidden, is FTS5's own.
 """
 
 from __future__ import annotations
@@ -39,12 +41,13 @@ def anchor_seen(anchor: str) -> str:
 
 @dataclass
 class _HiddenRows:
-    version: int = -1
+    version: tuple = ()
     rowids: frozenset[int] = frozenset()
     tokens: int = 0  # their tokens, all columns
 
 
-_HIDDEN: weakref.WeakKeyDictionary[apsw.Connection, _HiddenRows] = weakref.WeakKeyDictionary()
+# Per agent connection: each full-text table's hidden rows (the function ranking it knows its table).
+_HIDDEN: weakref.WeakKeyDictionary[apsw.Connection, dict[str, _HiddenRows]] = weakref.WeakKeyDictionary()
 
 
 def _varints(blob: bytes):
@@ -57,8 +60,9 @@ def _varints(blob: bytes):
             value = shift = 0
 
 
-def _hidden_rows(conn: apsw.Connection) -> tuple[frozenset[int], int]:
-    """The chunks_fts rowids the reader does not see and their total length in tokens."""
+def _hidden_chunk_rows(conn: apsw.Connection) -> set[int]:
+    """chunks_fts rowids the reader does not see: hidden notes' chunks (found from the notes:
+    there are far fewer of them than chunks) and anchor-text rows."""
     hidden_notes = [row[0] for row in conn.execute(
         f"SELECT n.note_id FROM main.notes n WHERE NOT {seen_by_reader('n.note_id')}")]
     rowids: set[int] = set()
@@ -68,36 +72,61 @@ def _hidden_rows(conn: apsw.Connection) -> tuple[frozenset[int], int]:
             f"SELECT chunk_id FROM main.chunks WHERE note_id IN ({','.join('?' * len(batch))})", batch))
     rowids.update(row[0] for row in conn.execute(
         f"SELECT -a.anchor_id FROM main.note_anchors a WHERE NOT ({anchor_seen('a')})"))
+    return rowids
+
+
+def _hidden_item_rows(conn: apsw.Connection) -> set[int]:
+    """knowledge_fts rowids (item ids, current items only) the reader does not see."""
+    return {row[0] for row in conn.execute(
+        "SELECT d.id FROM main.knowledge_fts_docsize d"
+        " WHERE NOT EXISTS (SELECT 1 FROM temp.knowledge_items k WHERE k.item_id = d.id)")}
+
+
+# table -> (its visible ranking function, its hidden rows, whether the reader's own writes move
+# them: an agent connection writes knowledge items, never notes or chunks).
+INDEXES = {"chunks_fts": (VISIBLE_BM25, _hidden_chunk_rows, False),
+           "knowledge_fts": ("mindtui_visible_item_bm25", _hidden_item_rows, True)}
+
+
+def _tokens(conn: apsw.Connection, table: str, rowids: set[int]) -> int:
     tokens = 0
     ordered = sorted(rowids)
     for start in range(0, len(ordered), 500):
         batch = ordered[start:start + 500]
+        # The table name comes from INDEXES, never from input.
         for (size,) in conn.execute(
-                f"SELECT sz FROM main.chunks_fts_docsize WHERE id IN ({','.join('?' * len(batch))})", batch):
+                f"SELECT sz FROM main.{table}_docsize WHERE id IN ({','.join('?' * len(batch))})", batch):
             tokens += sum(_varints(size))
-    return frozenset(rowids), tokens
+    return tokens
 
 
-def ranking_function(conn: apsw.Connection) -> str:
-    """The ranking function an agent connection's next full-text query uses: VISIBLE_BM25, or
-    FTS5's own bm25 when the connection hides no row (the same scores, to the bit, without a
-    Python call per row). The hidden-row statistics are brought up to date first (an agent
-    connection's own writes never touch notes or chunks)."""
-    state = _HIDDEN.get(conn)
-    if state is None:
-        raise RuntimeError(f"{VISIBLE_BM25} is registered on agent connections only")
-    version = data_version(conn)
+def ranking_function(conn: apsw.Connection, table: str = "chunks_fts") -> str:
+    """The ranking function of the connection's next query of `table`: for an agent connection
+    that hides rows of it, the table's visible BM25; else FTS5's own bm25 (with nothing hidden
+    the same scores, to the bit, without a Python call per row). Brings the hidden rows'
+    statistics up to date first."""
+    states = _HIDDEN.get(conn)
+    if states is None:
+        return "bm25"  # an owner's connection: every row is seen
+    function, hidden_rows, own_writes = INDEXES[table]
+    state = states[table]
+    version = (data_version(conn), conn.total_changes() if own_writes else 0)
     if state.version != version:
-        state.rowids, state.tokens = _hidden_rows(conn)
-        state.version = version
-    return VISIBLE_BM25 if state.rowids else "bm25"
+        rowids = hidden_rows(conn)
+        state.rowids, state.tokens, state.version = frozenset(rowids), _tokens(conn, table, rowids), version
+    return function if state.rowids else "bm25"
 
 
 def register(conn: apsw.Connection) -> None:
-    """Register VISIBLE_BM25 on an agent connection: `VISIBLE_BM25(chunks_fts, w_title, w_headings,
-    w_body)` as `bm25` takes it."""
-    state = _HIDDEN[conn] = _HiddenRows()
+    """Register each table's visible BM25 on an agent connection: `function(table, weights...)`
+    as `bm25` takes it."""
+    states = _HIDDEN[conn] = {}
+    for table, (function, _, _) in INDEXES.items():
+        states[table] = _HiddenRows()
+        conn.register_fts5_function(function, _scorer(states[table]))
 
+
+def _scorer(state: _HiddenRows):
     def count_visible(api: apsw.FTS5ExtensionApi, counter: list[int]) -> None:
         if api.rowid not in state.rowids:
             counter[0] += 1
@@ -127,4 +156,4 @@ def register(conn: apsw.Connection) -> None:
             total += phrase_idf * ((freq * (_K1 + 1.0)) / (freq + length_norm))
         return -1.0 * total
 
-    conn.register_fts5_function(VISIBLE_BM25, score)
+    return score
