@@ -85,6 +85,53 @@ async def test_a_big_note_shows_its_first_screen_and_keys_work_while_the_rest_re
     assert all(len(line) <= 80 for line in shown)
 
 
+async def test_keys_pressed_while_a_big_note_renders_are_handled_in_order(big_vault):
+    """Keys that arrive together while the rest of the note renders: each one handled, in order,
+    none waiting for the whole note (three Downs, then an Up: an Up handled first would be lost
+    at the top, a Down dropped would leave the view higher)."""
+    from textual import events
+
+    vault, service = big_vault
+    app = pilot_app(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pages = await open_big(pilot)
+        app.screen.set_focus(pages)
+        await wait_for(pilot, lambda: app.focused is pages and pages.max_scroll_y > 10, "the focus")
+        assert not pages.complete
+        for key in ("down", "down", "down", "up"):  # as a terminal read hands them over: no waiting between
+            app.post_message(events.Key(key, None))
+        await wait_for(pilot, lambda: pages.scroll_target_y == 2 and pages.scroll_offset.y == 2, "the keys")
+        assert not pages.complete, "the keys waited for the whole note"
+
+
+async def test_a_big_note_keeps_only_the_pages_looked_at(vault, db_path):
+    """Every page is counted, but only the last CACHED_PAGES looked at keep their rendered lines
+    (all of a 5 MB note's lines made each full garbage collection take up to 1.2 s); a page
+    scrolled back to renders again, the same."""
+    from mindtui.tui.note_pages import CACHED_PAGES
+
+    vault.write("Big.md", big_note(1500), dedent=False)
+    service = service_for(vault, db_path)
+    try:
+        app = pilot_app(service)
+        async with app.run_test(size=(80, 24)) as pilot:
+            pages = await open_big(pilot)
+            first = pages.text_lines(0, 30)
+            await wait_for(pilot, lambda: pages.complete, "the whole note")
+            assert pages.progress[1] > CACHED_PAGES * 2
+            assert len(pages._cache) <= CACHED_PAGES
+            app.screen.set_focus(pages)
+            await pilot.press("end")
+            await wait_for(pilot, lambda: pages.scroll_offset.y == pages.max_scroll_y > 0, "the end")
+            last = "\n".join(pages.text_lines(pages.line_count - 30))
+            assert "Plugin number 1499" in last and "[[" not in last
+            pages._cache.clear()  # as if every page had been scrolled out of the cache
+            assert pages.text_lines(0, 30) == first
+            assert len(pages._cache) <= CACHED_PAGES
+    finally:
+        service.close()
+
+
 async def test_a_big_notes_links_are_followable(big_vault):
     vault, service = big_vault
     app = pilot_app(service)

@@ -63,10 +63,10 @@ def build_context_pack(service: "Service", *, note: str | None = None, query: st
         raise InputError(f"limit must be between 1 and 50, not {limit}")
     notices: list[str] = []
     if note is not None:
-        view = service.note(note, with_chunks=False)  # NoteNotFound for a note the audience may not see
+        view = service._note(note, with_chunks=False)  # NoteNotFound for a note the audience may not see
         seeds = [_Seed(view.note_id, None, None)]
     else:
-        response = service.search(query, SearchOptions(limit=limit, log=False, rerank=False, wait_for_model=False))
+        response = service._search(query, SearchOptions(limit=limit, log=False, rerank=False, wait_for_model=False))
         notices.extend(response.notices)
         seeds = [_Seed(r.note_id, round(r.score, 4), r.chunk_id) for r in response.results]
     pack: dict = {"seed": {"note": note} if note is not None else {"query": query}, "budget_tokens": budget_tokens,
@@ -118,7 +118,7 @@ def build_context_pack(service: "Service", *, note: str | None = None, query: st
 
 
 def _load(service: "Service", seed: _Seed, signals: tuple[str, ...], per_note: int, with_knowledge: bool):
-    view = service.note(seed.note, with_chunks=True)
+    view = service._note(seed.note, with_chunks=True)
     entry: dict = {"id": view.note_id, "path": view.path, "title": view.title, "type": view.type}
     if seed.score is not None:
         entry["score"] = seed.score

@@ -3,8 +3,9 @@
 A visible note may link to a private one (`[[Gehaltsgespräch 2027]]`); its name is itself
 private. Wikilinks and markdown links whose target names a hidden note (by title, alias, path
 or file name: the names `store.visibility.hidden_note_names` lists) become `[[private note]]`.
-A name shared by a visible and a hidden note is redacted too (fail-closed). A link cut in half
-at the edge of a window (an evidence sentence) cannot be checked: it becomes `[[…]]`.
+A name a visible note also bears is not (to an agent, links by it resolve to the visible note;
+redacted, it would tell that a hidden note bears it). A link cut in half at the edge of a
+window (an evidence sentence) cannot be checked: it becomes `[[…]]`.
 
 What an agent gets is redacted in one place, `redact_for_agent`, from every value that can hold
 note text: text, headings, frontmatter values, snippets (before they are cut), evidence.

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import apsw
 
+from mindtui.store import visible_rank
 from mindtui.text import analysis
 from mindtui.text.names import exact_key, passage_text
 
@@ -321,9 +322,11 @@ def has_vector(conn: apsw.Connection, model_id: str, content_hash: str) -> bool:
 
 
 def fts_items(conn: apsw.Connection, expression: str, limit: int) -> list[tuple[int, float]]:
-    """(item_id, bm25: lower is better) of current items matching, best first."""
+    """(item_id, bm25: lower is better) of current items matching, best first (for an agent, BM25
+    over the items it sees: store.visible_rank)."""
+    function = visible_rank.ranking_function(conn, "knowledge_fts")
     return [(item_id, score) for item_id, score in conn.execute(
-        "SELECT f.rowid, bm25(knowledge_fts, 5.0, 1.0, 1.0) AS rank FROM knowledge_fts f"
+        f"SELECT f.rowid, {function}(knowledge_fts, 5.0, 1.0, 1.0) AS rank FROM knowledge_fts f"
         " JOIN knowledge_items k ON k.item_id = f.rowid WHERE knowledge_fts MATCH ? AND k.is_current = 1"
         " ORDER BY rank LIMIT ?", (expression, int(limit)))]
 

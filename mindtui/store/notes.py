@@ -301,7 +301,7 @@ def load_note(conn: apsw.Connection, note_id: str) -> NoteRecord | None:
 
 @dataclass(frozen=True)
 class StoredChunk:
-    chunk_id: int
+    chunk_id: int | None  # None as handed to an agent (a row id counts the chunks of hidden notes too)
     seq: int
     heading_path: str
     text: str

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import apsw
 
-from mindtui.store.visibility import model_readable, open_to_agents, seen_by_reader
+from mindtui.store import visible_rank
+from mindtui.store.visibility import model_readable
 
 # BM25 column weights: title (with aliases) and headings count more than body text.
 FTS_WEIGHTS = (5.0, 3.0, 1.0)
@@ -53,26 +54,25 @@ def _filters(note_type: str | None, tag: str | None, path_prefix: str | None) ->
 
 def fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: str | None = None,
                tag: str | None = None, path_prefix: str | None = None, restricted: bool = False) -> list[ChunkHit]:
-    """restricted: the connection hides notes (an agent's). The fast path's rows then map through
-    the filtered `chunks` view; only when that dropped a row of a full page (hidden chunks might
-    crowd visible ones out of the top `limit`) is the ranking redone with the filter inside it."""
+    """restricted: the connection hides notes (an agent's). Its ranking is BM25 over the rows it
+    sees (store.visible_rank: hidden rows count neither in the statistics nor in the top `limit`)."""
+    function = visible_rank.ranking_function(conn) if restricted else "bm25"
     if not (note_type or tag or path_prefix):
-        # FTS5's own top-k path (`rank` set to the weighted bm25): no join per matching row.
+        # FTS5's own top-k path (`rank` set to the weighted ranking): no join per matching row.
         rows = conn.execute(
             "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?",
-            (expression, "bm25({}, {}, {})".format(*FTS_WEIGHTS), limit)).fetchall()
+            (expression, f"{function}({', '.join(map(str, FTS_WEIGHTS))})", limit)).fetchall()
+        rows = [(rowid, score) for rowid, score in rows if score != visible_rank.HIDDEN_SCORE]
         if not rows:
             return []
         owners = _row_owners(conn, [rowid for rowid, _ in rows], restricted)
         # A negative rowid is a note's anchor-text row (store.anchors): a hit of the whole note.
-        hits = [ChunkHit(rowid if rowid > 0 else None, owners[rowid], score) for rowid, score in rows
+        return [ChunkHit(rowid if rowid > 0 else None, owners[rowid], score) for rowid, score in rows
                 if rowid in owners]
-        if not restricted or len(hits) == len(rows) or len(rows) < limit:
-            return hits
-    # With filters (or hidden rows to make up for) the ranking joins chunks: anchor rows take no part.
+    # With filters the ranking joins chunks: anchor rows take no part.
     where, args = _filters(note_type, tag, path_prefix)
     rows = conn.execute(
-        "SELECT c.chunk_id, c.note_id, bm25(chunks_fts, ?, ?, ?) AS rank FROM chunks_fts"
+        f"SELECT c.chunk_id, c.note_id, {function}(chunks_fts, ?, ?, ?) AS rank FROM chunks_fts"
         " JOIN chunks c ON c.chunk_id = chunks_fts.rowid JOIN notes n ON n.note_id = c.note_id"
         f" WHERE chunks_fts MATCH ?{where} ORDER BY rank LIMIT ?",
         (*FTS_WEIGHTS, expression, *args, limit),
@@ -90,16 +90,10 @@ def _row_owners(conn: apsw.Connection, rowids: list[int], restricted: bool = Fal
         owners.update(conn.execute(
             f"SELECT chunk_id, note_id FROM chunks WHERE chunk_id IN ({','.join('?' * len(chunk_ids))})", chunk_ids))
     if anchor_ids:
-        # For a restricted reader a row also needs every note that lent it words to be visible now:
-        # a folder added to the reader's privacy.private_paths hides its notes before the next
-        # import rebuilds the rows (which read the stored flags).
-        lenders_visible = "" if not restricted else (
-            " AND NOT EXISTS (SELECT 1 FROM main.note_links l JOIN main.notes s ON s.note_id = l.note_id"
-            " WHERE l.resolved_note_id = a.note_id AND l.resolution = 'resolved' AND l.note_id != a.note_id"
-            f" AND {open_to_agents('s')} AND NOT {seen_by_reader('s.note_id')})")
+        seen = f" AND {visible_rank.anchor_seen('a')}" if restricted else ""
         owners.update((-anchor_id, note_id) for anchor_id, note_id in conn.execute(
             "SELECT a.anchor_id, a.note_id FROM note_anchors a JOIN notes n ON n.note_id = a.note_id"
-            f" WHERE a.anchor_id IN ({','.join('?' * len(anchor_ids))}){lenders_visible}", anchor_ids))
+            f" WHERE a.anchor_id IN ({','.join('?' * len(anchor_ids))}){seen}", anchor_ids))
     return owners
 
 

@@ -162,6 +162,9 @@ def restrict(conn: apsw.Connection, audience: Audience, private_paths: tuple[str
                                 1, deterministic=True)
     for statement in _agent_views(conn, patterns):
         conn.execute(statement)
+    from mindtui.store import visible_rank  # it reads this module's rule: imported once both exist
+
+    visible_rank.register(conn)
 
 
 def audience_of(conn: apsw.Connection) -> Audience:
@@ -170,14 +173,23 @@ def audience_of(conn: apsw.Connection) -> Audience:
     return Audience.AGENT if row else Audience.OWNER
 
 
-def hidden_note_names(conn: apsw.Connection) -> frozenset[str]:
-    """Every name a link could use for a note an agent may not see (title, aliases, vault path and
-    file name without `.md`, compared as `exact_key`): what the service redacts from text it hands
-    an agent. Reads `main.notes` on purpose: only this module knows who is hidden."""
+def _note_names(rows) -> set[str]:
     names: set[str] = set()
-    for title, aliases, path in conn.execute(
-            "SELECT n.title, n.aliases, n.path FROM main.notes n"
-            " WHERE NOT EXISTS (SELECT 1 FROM temp.notes v WHERE v.note_id = n.note_id)"):
+    for title, aliases, path in rows:
         stem = path[:-3] if path.lower().endswith(".md") else path
         names.update(exact_key(name) for name in [title, stem, stem.rpartition("/")[2], *json.loads(aliases)])
-    return frozenset(n for n in names if n)
+    return names
+
+
+def hidden_note_names(conn: apsw.Connection) -> frozenset[str]:
+    """Every name a link could use for a note an agent may not see (title, aliases, vault path and
+    file name without `.md`, compared as `exact_key`) and no visible note has: what the service
+    redacts from text it hands an agent. A name a visible note shares is the visible note's to
+    the agent (its links resolve to it): redacted, it would tell that a hidden note bears it.
+    Reads `main.notes` on purpose: only this module knows who is hidden."""
+    hidden = _note_names(conn.execute(
+        "SELECT n.title, n.aliases, n.path FROM main.notes n"
+        " WHERE NOT EXISTS (SELECT 1 FROM temp.notes v WHERE v.note_id = n.note_id)"))
+    if hidden:
+        hidden -= _note_names(conn.execute("SELECT title, aliases, path FROM temp.notes"))
+    return frozenset(n for n in hidden if n)

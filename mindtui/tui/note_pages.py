@@ -2,16 +2,21 @@
 
 Textual's Markdown widget mounts a widget per block: a 279 KB note (one list of 1,800 items)
 blocked every key for 2-3 s, a 5 MB note for 34-45 s, and the layout of that many widgets
-stays slow afterwards. This view keeps rendered lines instead (a line-API scroll view: only
+stays slow afterwards. This view draws rendered lines instead (a line-API scroll view: only
 the visible rows are drawn, whatever the length) and renders the note's markdown with Rich a
 page at a time: the first screenful at once, the rest in slices of RENDER_SLICE_S from a timer,
-so keys are handled between slices. Wikilinks stay followable with the mouse (click) and by
+so keys are handled between slices. The slices count each page's lines (the scroll range); only
+the CACHED_PAGES pages last looked at keep theirs, a page scrolled back to renders again. Wikilinks stay followable with the mouse (click) and by
 keyboard (the Note mode's `l`).
 """
 
 from __future__ import annotations
 
+import gc
 import time
+from bisect import bisect_right
+from collections import OrderedDict
+from contextlib import contextmanager
 
 from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
@@ -25,9 +30,26 @@ from textual.strip import Strip
 
 from mindtui.tui.note_markdown import WIKILINK_SCHEME, href_target, readable
 
-PAGE_CHARS = 4_000  # one page renders in ~5-30 ms (a 2-core machine, idle to loaded)
-RENDER_SLICE_S = 0.03  # at most this long on the event loop per slice (then keys and paints get their turn)
+PAGE_CHARS = 2_000  # one page renders in ~3-15 ms (a 2-core machine, idle to loaded)
+CACHED_PAGES = 16  # the rendered pages kept (a few screens around where the user looks)
+RENDER_SLICE_S = 0.012  # at most this long on the event loop per slice (then keys and paints get their turn)
 SLICE_GAP_S = 0.005
+RESIZE_EVERY_S = 0.25
+
+
+@contextmanager
+def collections_deferred():
+    """No garbage collection while a slice renders: Rich's temporaries live through the
+    collections a render triggers and were promoted to the oldest generation, whose growth then
+    ran a full collection of the process every ~0.5 s (50-120 ms each, keys waiting). Freed by
+    their reference counts instead, they never reach it; what the slice keeps is collected young."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def properties_table(rows: list[tuple[str, str]]) -> Table:
@@ -61,8 +83,12 @@ class PagedMarkdown(ScrollView, can_focus=True):
         self._pages: list[str] = []
         self._properties: list[tuple[str, str]] = []
         self._next = 0  # the first page not rendered yet
-        self._lines: list[Strip] = []
+        self._head: list[Strip] = []  # the frontmatter table's lines (kept: a few)
+        self._starts: list[int] = []  # per rendered page: its first line
+        self._total = 0  # lines rendered: the head and every rendered page
+        self._cache: OrderedDict[int, list[Strip]] = OrderedDict()  # page -> its lines, least recently used first
         self._width = 0
+        self._sized_at = 0.0  # when the scroll range last grew
         self._generation = 0  # bumped by show(): a slice scheduled for an older note does nothing
 
     # -- what is shown -----------------------------------------------------------------
@@ -76,8 +102,19 @@ class PagedMarkdown(ScrollView, can_focus=True):
         self._pages = list(pages)
         self._properties = list(properties or [])
         self._restart()
-        self._render_slice(self._generation, until_line=top + max(self.size.height, 24) * 2)
-        self.scroll_to(y=top, animate=False, immediate=True) if keep_place else self.scroll_home(animate=False)
+        generation = self._generation
+
+        def first_screen() -> None:
+            # After the layout: a view just shown has its width only then (rendered at a guessed
+            # width, the first screen was rendered twice: again on the resize).
+            if generation != self._generation:
+                return
+            if self._content_width() != self._width:
+                self._restart()
+            self._render_slice(self._generation, until_line=top + max(self.size.height, 24) * 2)
+            self.scroll_to(y=top, animate=False, immediate=True)
+
+        self.call_after_refresh(first_screen)
 
     def clear(self) -> None:
         """Show nothing (and stop rendering what was shown)."""
@@ -97,31 +134,54 @@ class PagedMarkdown(ScrollView, can_focus=True):
 
     @property
     def line_count(self) -> int:
-        return len(self._lines)
+        return self._total
 
     def text_lines(self, start: int = 0, end: int | None = None) -> list[str]:
         """The rendered lines as plain text (what a test reads)."""
-        return [strip.text for strip in self._lines[start:end]]
+        end = self._total if end is None else min(end, self._total)
+        return [self._line(index).text for index in range(start, end)]
 
     def _restart(self) -> None:
         self._generation += 1
         self._next = 0
-        self._lines = []
+        self._cache.clear()
+        self._starts = []
         self._width = self._content_width()
+        self._head = []
         if self._properties:
-            self._append(properties_table(self._properties))
-            self._lines.append(Strip.blank(self._width))
+            self._head = self._rendered(properties_table(self._properties)) + [Strip.blank(self._width)]
+        self._total = len(self._head)
 
     def _content_width(self) -> int:
         return max(20, self.scrollable_content_region.width or self.size.width or 80)
 
     # -- rendering ---------------------------------------------------------------------
-    def _append(self, renderable) -> None:
+    def _rendered(self, renderable) -> list[Strip]:
         console = self.app.console
         options = console.options.update_width(self._width)
-        style = self.rich_style
-        for line in console.render_lines(renderable, options, style=style, pad=False):
-            self._lines.append(Strip(self._linked(line), Segment.get_line_length(line)))
+        return [Strip(self._linked(line), Segment.get_line_length(line))
+                for line in console.render_lines(renderable, options, style=self.rich_style, pad=False)]
+
+    def _page_lines(self, page: int, *, looked_at: bool = True) -> list[Strip]:
+        """A page's lines: from the cache, else rendered again (the same lines: the same width).
+        Only the pages last looked at are kept: the lines of a 5 MB note held at once made every
+        full garbage collection of the process take 0.1-1.2 s (with keys waiting behind it)."""
+        lines = self._cache.get(page)
+        if lines is None:
+            lines = self._rendered(RichMarkdown(readable(self._pages[page], frontmatter=False), hyperlinks=True))
+            if looked_at:  # a page rendered ahead only to be counted is not kept
+                self._cache[page] = lines
+                while len(self._cache) > CACHED_PAGES:
+                    self._cache.popitem(last=False)
+        elif looked_at:
+            self._cache.move_to_end(page)
+        return lines
+
+    def _line(self, index: int) -> Strip:
+        if index < len(self._head):
+            return self._head[index]
+        page = bisect_right(self._starts, index) - 1
+        return self._page_lines(page)[index - self._starts[page]]
 
     def _linked(self, line: list[Segment]) -> list[Segment]:
         """A wikilink's href becomes a click action (a terminal would try to open note:... itself)."""
@@ -139,16 +199,24 @@ class PagedMarkdown(ScrollView, can_focus=True):
         if generation != self._generation:
             return
         started = time.perf_counter()
-        while self._next < len(self._pages):
-            self._append(RichMarkdown(readable(self._pages[self._next], frontmatter=False), hyperlinks=True))
-            self._next += 1
-            if until_line is not None:
-                if len(self._lines) >= until_line:
+        with collections_deferred():
+            while self._next < len(self._pages):
+                self._starts.append(self._total)
+                self._total += len(self._page_lines(self._next, looked_at=until_line is not None))
+                self._next += 1
+                if until_line is not None:
+                    if self._total >= until_line:
+                        break
+                elif time.perf_counter() - started >= RENDER_SLICE_S:
                     break
-            elif time.perf_counter() - started >= RENDER_SLICE_S:
-                break
-        self.virtual_size = Size(self._width, len(self._lines))
-        self.refresh()
+        done = self._next >= len(self._pages)
+        near_end = self.scroll_offset.y + self.size.height * 4 >= self.virtual_size.height
+        # A new scroll range lays the whole screen out again (~5-20 ms): a few times a second,
+        # and whenever the user is about to reach the end of what is counted.
+        if until_line is not None or done or near_end or time.perf_counter() - self._sized_at >= RESIZE_EVERY_S:
+            self._sized_at = time.perf_counter()
+            self.virtual_size = Size(self._width, self._total)
+            self.refresh()
         if self._next < len(self._pages):
             self.set_timer(SLICE_GAP_S, lambda: self._render_slice(generation))
         else:
@@ -164,9 +232,9 @@ class PagedMarkdown(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.scrollable_content_region.width
-        if index >= len(self._lines):
+        if index >= self._total:
             return Strip.blank(width, self.rich_style)
-        return self._lines[index].crop_extend(scroll_x, scroll_x + width, self.rich_style)
+        return self._line(index).crop_extend(scroll_x, scroll_x + width, self.rich_style)
 
     def action_follow(self, href: str) -> None:
         if href_target(href):
