@@ -184,17 +184,21 @@ def suggestion_figures(db: Path, model_id: str, sample: int, rerun: str) -> list
     notes = [n for (n,) in conn.execute("SELECT note_id FROM note_embeddings WHERE chunks > 0 ORDER BY note_id")]
     picked = random.Random(11).sample(notes, min(sample, len(notes)))
     k = settings.graph.suggestions * 4 + 8  # what graph.neighbours.suggestions asks for
-    times = []
+    times, cpu = [], []
     for note_id in picked:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         similar_notes(conn, note_id, model_id, k)
         times.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.process_time() - cpu_started) * 1000)
+    notes_with_vectors = conn.execute("SELECT count(*) FROM vec_notes").fetchone()[0]
     conn.close()
     p50, p95 = p50_p95(times)
     return [
-        Figure("4", f"a note's similar notes at {chunks:,} chunks, p50 ms ({len(picked)} notes; one KNN query)",
-               round(p50), "<= 200", p50 <= 200, rerun),
-        Figure("4", "a note's similar notes, p95 ms", round(p95), "<= 200", p95 <= 200, rerun),
+        Figure("4", f"a note's similar notes at {chunks:,} chunks ({notes_with_vectors:,} note vectors), p50 ms"
+               f" ({len(picked)} notes; one KNN query; CPU p50 {p50_p95(cpu)[0]:.0f})", round(p50), "<= 200",
+               p50 <= 200, rerun),
+        Figure("4", f"a note's similar notes, p95 ms (CPU p95 {p50_p95(cpu)[1]:.0f})", round(p95), "<= 200",
+               p95 <= 200, rerun),
         Figure("4", f"note vectors written from scratch, s ({written['computed']:,} notes)", round(build_s, 1), "",
                None, rerun),
         Figure("4", "note vectors refreshed with nothing changed, s (computed "
@@ -236,13 +240,15 @@ def search_figures(db: Path, count: int, seed: int, rerun: str, hybrid: bool = T
         for mode, label, target in modes:
             options = SearchOptions(mode=mode, limit=KEYSTROKE_LIMIT, log=False)
             service.search("warm up", options)
-            times = []
+            times, cpu = [], []
             for query in typed:
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), time.process_time()
                 service.search(query, options)
                 times.append((time.perf_counter() - started) * 1000)
+                cpu.append((time.process_time() - cpu_started) * 1000)
             p50, p95 = p50_p95(times)
-            figures.append(Figure("5", f"search {label} p95 ms ({len(typed)} queries, p50 {p50:.0f})",
+            figures.append(Figure("5", f"search {label} p95 ms ({len(typed)} queries, p50 {p50:.0f};"
+                                  f" CPU p95 {p50_p95(cpu)[1]:.0f})",
                                   round(p95), f"<= {target}", p95 <= target, rerun))
     return figures
 

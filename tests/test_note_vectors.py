@@ -19,7 +19,8 @@ from mindtui.store.visibility import restrict
 from conftest import run_import
 
 FAKE = "fake-hash-embedder"
-LONG = "\n\n".join(f"## Teil {i}\n\nAbschnitt {i} über Bohnen, Mühlen und Wasser, Nummer {i}." for i in range(20))
+LONG = "\n\n".join(f"## Teil {i}\n\n" + " ".join(f"Abschnitt {i} über Bohnen, Mühlen und Wasser, Satz {j}."
+                                                    for j in range(30)) for i in range(20))
 
 
 def write_vault(vault):
