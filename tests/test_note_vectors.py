@@ -165,3 +165,16 @@ def test_curation_reads_every_readable_notes_vector_even_before_the_sweep_refres
     for other, vector in vectors.items():
         np.testing.assert_allclose(vector, chunk_mean(conn, other), atol=1e-5)
     conn.close()
+
+
+def test_a_spent_budget_leaves_note_vectors_for_the_next_run(vault, db_path):
+    write_vault(vault)
+    run_import(db_path, vault.root)
+    conn = open_database(db_path)
+    run_embed_sweep(conn, DeterministicFakeEmbedder(), batch_size=4)
+    with conn:
+        conn.execute("DELETE FROM note_embeddings")
+    assert note_vector_store.refresh_note_vectors(conn, FAKE, until=0.0) == {"computed": 0, "kept": 0, "removed": 0,
+                                                                            "left": 1}
+    assert note_vector_store.refresh_note_vectors(conn, FAKE)["computed"] == 4
+    conn.close()

@@ -123,7 +123,8 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
         _stored(report, batch)
         progress(report.embedded, total, batch[-1].title)
     # Note vectors follow the chunk vectors (also after a budget stop: what is embedded is found).
-    report.note_vectors = note_vector_store.refresh_note_vectors(conn, model_id)
+    report.note_vectors = note_vector_store.refresh_note_vectors(
+        conn, model_id, until=started + budget_s if budget_s else None)
     report.seconds = time.monotonic() - started
     report.remaining = vector_store.pending_count(conn, model_id) if report.stopped_by_budget else 0
     with conn:

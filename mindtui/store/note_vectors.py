@@ -12,6 +12,7 @@ see (store.visibility shadows `note_embeddings`, and every query here joins `not
 from __future__ import annotations
 
 import hashlib
+import time
 from typing import Sequence
 
 import apsw
@@ -48,10 +49,15 @@ def _work_page(conn: apsw.Connection, model_id: str) -> list[str]:
         " SELECT 1 FROM note_embeddings ne WHERE ne.note_id = n.note_id) LIMIT ?", (PAGE - len(stale),))]
 
 
-def refresh_note_vectors(conn: apsw.Connection, model_id: str) -> dict[str, int]:
-    """Bring every note vector up to date for `model_id`; returns what it did (counts)."""
+def refresh_note_vectors(conn: apsw.Connection, model_id: str, until: float | None = None) -> dict[str, int]:
+    """Bring every note vector up to date for `model_id`; returns what it did (counts). `until`:
+    a time.monotonic() after which no further page is begun (the rest waits for the next run;
+    `left` says whether some is left)."""
     done = {"computed": 0, "kept": 0, "removed": 0}
     while page := _work_page(conn, model_id):
+        if until is not None and time.monotonic() > until:
+            done["left"] = 1
+            break
         with conn:
             _refresh_page(conn, model_id, page, done)
     return done
