@@ -120,11 +120,20 @@ def print_table(figures: list[parts.Figure], args: argparse.Namespace, seconds: 
         print(f"| {f.item} | {f.name} | {f.value} | {f.target} | {ok} | `{f.command}` |")
 
 
+class FigureList(list):
+    """The figures measured so far; each also goes to stderr as it comes (a long run shows progress)."""
+
+    def __iadd__(self, more):
+        for f in more:
+            print(f"[item {f.item}] {f.name}: {f.value} (target {f.target or '-'})", file=sys.stderr, flush=True)
+        return super().__iadd__(more)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.monotonic()
     args.work.mkdir(parents=True, exist_ok=True)
-    figures: list[parts.Figure] = []
+    figures = FigureList()
     import_vault = parts.make_vault(args.source, args.notes, args.seed, args.work / f"vault-{args.notes}")
     import_db = args.work / f"import-{args.notes}.db"
     if not (args.keep_import and import_db.exists()) and ("5" in args.only or not import_db.exists()):
