@@ -11,6 +11,9 @@ EMBEDDING_MODEL_KEY = "embedding_model"
 EMBED_REMAINING_KEY = "embed_remaining"
 # The vault folder the last import read (absolute), where a note's file is found again.
 VAULT_KEY = "vault_root"
+# sha256 of every name a link can resolve to, as of the last import that re-resolved the links
+# of the notes it did not rewrite (equal next time: no such link can resolve differently).
+LINK_NAMES_KEY = "link_names"
 # privacy.private_paths as the last import applied them to notes.private.
 PRIVACY_KEY = "privacy_paths"
 

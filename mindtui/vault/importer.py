@@ -20,6 +20,8 @@ what only the database holds hangs on that id.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -35,7 +37,7 @@ from mindtui.store import notes as note_store
 from mindtui.store import usage_store
 from mindtui.store.batch import immediate, write_batches
 from mindtui.store.identity import move_note_data
-from mindtui.store.meta import PRIVACY_KEY, VAULT_KEY, get_meta, set_meta
+from mindtui.store.meta import LINK_NAMES_KEY, PRIVACY_KEY, VAULT_KEY, get_meta, set_meta
 from mindtui.vault.edges import reference_edges, structure_edges
 from mindtui.vault.links import anchor_text
 from mindtui.vault.markdown import NotMarkdownError
@@ -181,12 +183,18 @@ class VaultImporter:
                 batches.item_done()
                 self.progress(done, total, path)
         relinked_before = self.report.notes_relinked
-        self._relink(names, skip={ids[p] for p in parsed})
+        # Re-resolving every unchanged note's links took most of a re-run at 100k notes (issue 21
+        # item 5): only a change of the names a link can use (a note added, gone, renamed, its
+        # id or aliases changed, an attachment or excluded file) can make one resolve differently.
+        link_names = _names_fingerprint(ids, parsed, {**unchanged, **kept}, scan.out_of_corpus, scan.attachments)
+        if link_names != get_meta(self.conn, LINK_NAMES_KEY):
+            self._relink(names, skip={ids[p] for p in parsed})
         with immediate(self.conn):
             privacy_changed = self._apply_private_paths()
             if parsed or vanished or privacy_changed or self.report.notes_relinked > relinked_before:
                 anchor_store.refresh(self.conn, anchor_text)
             set_meta(self.conn, VAULT_KEY, str(self.vault.resolve()))
+            set_meta(self.conn, LINK_NAMES_KEY, link_names)
 
         self._totals()
         self.report.seconds = time.monotonic() - started
@@ -381,6 +389,18 @@ class VaultImporter:
         for key, value in counts.items():
             setattr(self.report, key, value)
         self.report.warnings.extend(ImportWarning(p, r) for p, r in note_store.stored_warnings(self.conn))
+
+
+def _names_fingerprint(ids: dict[str, str], parsed: dict, states: dict, out_of_corpus: dict[str, str],
+                       attachments) -> str:
+    """sha256 of what _name_index builds the link names from."""
+    digest = hashlib.sha256()
+    aliases = {**{p: s.aliases for p, s in states.items()}, **{p: item.aliases for p, item in parsed.items()}}
+    for path in sorted(aliases):
+        digest.update(json.dumps([ids.get(path), path, aliases[path]], ensure_ascii=False).encode())
+    digest.update(json.dumps(sorted(out_of_corpus.items()), ensure_ascii=False).encode())
+    digest.update(json.dumps(sorted(attachments), ensure_ascii=False).encode())
+    return digest.hexdigest()
 
 
 def _parsed_well(state: note_store.NoteState | None) -> bool:
