@@ -24,6 +24,7 @@ from mindtui.curation.links import link_name, name_index
 from mindtui.curation.note_lines import NoteLines, edit_lines
 from mindtui.curation.vault_edit import EditRefused, NoteChanged, read_checked
 from mindtui.store import curation_store, graph_store
+from mindtui.store import note_vectors as note_vector_store
 from mindtui.store import notes as note_store
 from mindtui.store.curation_store import CurationItem
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
@@ -36,17 +37,12 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
 def _note_vectors(conn: apsw.Connection, model_id: str) -> tuple[list[str], np.ndarray]:
-    """Note ids and their normalised mean chunk vectors."""
-    sums: dict[str, np.ndarray] = {}
-    for note_id, blob in curation_store.readable_chunk_vectors(conn, model_id):
-        vector = np.frombuffer(blob, dtype=np.float32)
-        sums[note_id] = sums[note_id] + vector if note_id in sums else vector.copy()
-    ids = sorted(sums)
+    """Note ids and their normalised mean chunk vectors (the embed sweep's note vectors)."""
+    vectors = note_vector_store.all_note_vectors(conn, model_id)
+    ids = sorted(vectors)
     if not ids:
         return [], np.zeros((0, 0), dtype=np.float32)
-    matrix = np.stack([sums[n] for n in ids])
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return ids, matrix / np.where(norms > 0, norms, 1.0)
+    return ids, np.stack([vectors[n] for n in ids])
 
 
 def close_pairs(ids: list[str], matrix: np.ndarray, floor: float) -> list[tuple[str, str, float]]:

@@ -1,8 +1,9 @@
 """Link suggestions: notes that belong with a note but are not linked to it yet.
 
 Two signals, fused by reciprocal rank: similar meaning (the best cosine between the notes'
-chunks) and shared links (Adamic-Adar over the link graph: two notes that link to, or are
-linked from, the same rarely-linked notes probably belong together). `bench/link_eval.py`
+chunks, among the notes nearest by note vector) and shared links (Adamic-Adar over the link
+graph: two notes that link to, or are linked from, the same rarely-linked notes probably belong
+together). `bench/link_eval.py`
 measures each alone and fused on held-out links.
 """
 
@@ -14,33 +15,46 @@ import apsw
 import numpy as np
 
 from mindtui.store import graph_store
-from mindtui.store import vectors as vector_store
+from mindtui.store import note_vectors as note_vector_store
 
 RRF_K = 60
+# Chunks of each candidate compared with the note's: sqlite-vec reads a vector back by rowid at
+# about 0.1 ms CPU, so 48 candidates x 16 chunks cost ~80 ms. On the hub (bench/suggest_eval.py,
+# 150 notes) the first 4 keep the top 10 as close to the former per-chunk KNN as 16 do (overlap@10
+# 0.67 against 0.69, link recall@10 0.020 both); 2 lose it (0.28).
+CANDIDATE_CHUNKS = 4
 
 
 def similar_notes(conn: apsw.Connection, note_id: str, model_id: str, k: int) -> dict[str, float]:
-    """Other notes by the best cosine between any of their chunks and any of this note's chunks:
-    for each of its chunks, the `k` nearest chunks (knowledge items' vectors and notes the reader
-    may not see take no place among them)."""
-    best: dict[str, float] = {}
-    for blob in graph_store.note_vectors(conn, note_id, model_id):
-        hits = vector_store.knn_refilled(
-            conn, np.frombuffer(blob, dtype=np.float32), k,
-            lambda hits: graph_store.chunk_hit_count(conn, [h.embedding_id for h in hits]) >= k)
-        for other, cosine in graph_store.embedding_notes(conn, {h.embedding_id: 1.0 - h.distance for h in hits}).items():
-            if other != note_id:
-                best[other] = max(best.get(other, -1.0), cosine)
-    return best
+    """Other notes by the best cosine between any of their chunks and any of this note's chunks,
+    among the `k` notes whose note vectors (mean chunk vectors, store.note_vectors) are nearest
+    this note's: one vector query, then the candidates' first CANDIDATE_CHUNKS chunks compared
+    in memory with this note's first 16 (the score, and so graph.suggest_min_cosine, means what
+    it meant when each of this note's chunks asked a KNN)."""
+    own = note_vector_store.note_vector(conn, note_id, model_id)
+    if own is None:
+        return {}
+    candidates = [n for n in note_vector_store.nearest_notes(conn, own, model_id, k + 1) if n != note_id][:k]
+    return best_cosines(conn, note_id, candidates, model_id, CANDIDATE_CHUNKS)
+
+
+def best_cosines(conn: apsw.Connection, note_id: str, others: list[str], model_id: str,
+                 their_chunks: int = 16) -> dict[str, float]:
+    """Other note -> the best cosine between any of its first `their_chunks` chunks and any of
+    this note's first 16."""
+    vectors = graph_store.first_chunk_vectors(conn, [note_id], model_id)
+    if note_id not in vectors:
+        return {}
+    vectors.update(graph_store.first_chunk_vectors(conn, [o for o in others if o != note_id], model_id, their_chunks))
+    mine = np.frombuffer(b"".join(vectors[note_id]), dtype=np.float32).reshape(len(vectors[note_id]), -1)
+    return {other: float(np.max(mine @ np.frombuffer(b"".join(vectors[other]), dtype=np.float32)
+                                .reshape(len(vectors[other]), -1).T))
+            for other in others if other in vectors}
 
 
 def best_cosine(conn: apsw.Connection, first: str, second: str, model_id: str) -> float | None:
     """The best cosine between any chunk of one note and any chunk of the other (None without vectors)."""
-    a = [np.frombuffer(b, dtype=np.float32) for b in graph_store.note_vectors(conn, first, model_id)]
-    b = [np.frombuffer(v, dtype=np.float32) for v in graph_store.note_vectors(conn, second, model_id)]
-    if not a or not b:
-        return None
-    return float(np.max(np.stack(a) @ np.stack(b).T))
+    return best_cosines(conn, first, [second], model_id).get(second)
 
 
 def shared_link_scores(conn: apsw.Connection, note_id: str) -> dict[str, float]:

@@ -8,6 +8,7 @@ new batch), so a model that cannot be used leaves the index as it was.
 Notes with `ai_processing: none` are never handed to the model (the pending queries skip them).
 The work is read a page at a time (bounded memory at a million chunks), the most recently edited
 notes first, and a budget in seconds stops the sweep cleanly between batches.
+Each note's vector (the mean of its chunk vectors, store.note_vectors) follows its chunks'.
 Current knowledge items are embedded too (title and body, keyed the same way), except those
 stated in such a note.
 """
@@ -21,6 +22,7 @@ import apsw
 
 from mindtui.errors import ModelUnavailableError
 from mindtui.progress import NEVER_CANCELLED, CancelToken, Progress, no_progress
+from mindtui.store import note_vectors as note_vector_store
 from mindtui.store import vectors as vector_store
 from mindtui.store.meta import EMBED_REMAINING_KEY, EMBEDDING_MODEL_KEY, get_meta, set_meta
 from mindtui.text.names import passage_text
@@ -46,6 +48,7 @@ class EmbedReport:
     stopped_by_budget: bool = False
     remaining: int = 0  # texts left for the next run (when the budget stopped this one)
     eta_s: float | None = None  # how long they would take at this run's rate
+    note_vectors: dict = field(default_factory=dict)  # note vectors computed / kept / removed
     notices: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -94,7 +97,7 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
         if get_meta(conn, EMBEDDING_MODEL_KEY) != model_id:
             set_meta(conn, EMBEDDING_MODEL_KEY, model_id)
         if first:
-            vector_store.insert_vectors(conn, model_id, [p.content_hash for p in first], first_vectors)
+            _insert(conn, model_id, first, first_vectors)
     if others:
         report.notices.append(
             f"embedding model changed ({', '.join(sorted(others))} -> {model_id}): {sum(others.values())} old "
@@ -116,9 +119,12 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
         cancel.check()
         vectors = _embed(embedder, model_id, batch)
         with conn:  # one transaction per batch: a kill loses at most this batch
-            vector_store.insert_vectors(conn, model_id, [p.content_hash for p in batch], vectors)
+            _insert(conn, model_id, batch, vectors)
         _stored(report, batch)
         progress(report.embedded, total, batch[-1].title)
+    # Note vectors follow the chunk vectors (also after a budget stop: what is embedded is found).
+    report.note_vectors = note_vector_store.refresh_note_vectors(
+        conn, model_id, until=started + budget_s if budget_s else None)
     report.seconds = time.monotonic() - started
     report.remaining = vector_store.pending_count(conn, model_id) if report.stopped_by_budget else 0
     with conn:
@@ -131,6 +137,13 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
             + (f" (about {_duration(report.eta_s)} at this run's rate)" if report.eta_s else "")
             + "; the next run continues, most recently edited notes first")
     return report
+
+
+def _insert(conn: apsw.Connection, model_id: str, batch: list[vector_store.PendingText], vectors) -> None:
+    """One batch's vectors, and the notes using those texts marked for a new note vector (same transaction)."""
+    hashes = [p.content_hash for p in batch]
+    vector_store.insert_vectors(conn, model_id, hashes, vectors)
+    note_vector_store.mark_stale_for_texts(conn, hashes)
 
 
 def _stored(report: EmbedReport, batch: list[vector_store.PendingText]) -> None:

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import apsw
 
-from mindtui.store.visibility import model_readable
 
 OPEN, RESOLVED, DISMISSED, SNOOZED = "open", "resolved", "dismissed", "snoozed"
 STATUSES = (OPEN, RESOLVED, DISMISSED, SNOOZED)
@@ -224,15 +223,6 @@ def linked_note_pairs(conn: apsw.Connection) -> set[tuple[str, str]]:
     return {(min(s, t), max(s, t)) for s, t in conn.execute(
         "SELECT DISTINCT source_id, target_id FROM edges WHERE scope = 'note' AND provenance IN ('explicit', 'rule')"
         " AND source_id != target_id")}
-
-
-def readable_chunk_vectors(conn: apsw.Connection, model_id: str) -> list[tuple[str, bytes]]:
-    """(note_id, float32 blob) of every chunk vector of notes a model may read (ai_processing on)."""
-    return list(conn.execute(
-        "SELECT c.note_id, v.embedding FROM chunks c JOIN notes n ON n.note_id = c.note_id"
-        " JOIN embeddings e ON e.content_hash = c.content_hash AND e.model_id = ?"
-        f" JOIN vec_chunks v ON v.rowid = e.embedding_id WHERE {model_readable('n')} ORDER BY c.note_id, c.seq",
-        (model_id,)))
 
 
 def note_id_at_path(conn: apsw.Connection, path: str) -> str | None:

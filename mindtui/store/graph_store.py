@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import apsw
 
 from mindtui.store.edges import EdgeRow, insert_edges
+from mindtui.store.note_vectors import vectors_by_rowid
 from mindtui.store.visibility import model_readable
 
 CHANGE_SIGNAL = "change"
@@ -98,6 +99,25 @@ def note_vectors(conn: apsw.Connection, note_id: str, model_id: str | None, limi
         "SELECT v.embedding FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash AND e.model_id = ?"
         " JOIN vec_chunks v ON v.rowid = e.embedding_id WHERE c.note_id = ? ORDER BY c.seq LIMIT ?",
         (model_id, note_id, limit))]
+
+
+def first_chunk_vectors(conn: apsw.Connection, note_ids: list[str], model_id: str, limit: int = 16
+                        ) -> dict[str, list[bytes]]:
+    """note_vectors for several notes at once: note id -> its first chunks' vector blobs."""
+    if not note_ids:
+        return {}
+    marks = ",".join("?" * len(note_ids))
+    owners = conn.execute(
+        "SELECT note_id, embedding_id FROM (SELECT c.note_id, e.embedding_id,"
+        " row_number() OVER (PARTITION BY c.note_id ORDER BY c.seq) AS place FROM chunks c"
+        " CROSS JOIN embeddings e ON e.content_hash = c.content_hash AND e.model_id = ?"
+        f" WHERE c.note_id IN ({marks})) WHERE place <= ?", (model_id, *note_ids, limit)).fetchall()
+    vectors = vectors_by_rowid(conn, "vec_chunks", sorted({e for _, e in owners}))
+    out: dict[str, list[bytes]] = {}
+    for note_id, embedding_id in owners:
+        if embedding_id in vectors:
+            out.setdefault(note_id, []).append(vectors[embedding_id].tobytes())
+    return out
 
 
 def embedding_notes(conn: apsw.Connection, similarities: dict[int, float]) -> dict[str, float]:

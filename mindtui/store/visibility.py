@@ -1,7 +1,8 @@
 """The audience rule, enforced by the connection itself.
 
 A connection opened for `agent` gets TEMP views named like the tables they hide (notes,
-chunks, note_links, edges, search_pairs, search_log, search_opens, job_runs and the views built on them).
+chunks, note_links, edges, search_pairs, search_log, search_opens, job_runs, note_embeddings and the
+views built on them).
 SQLite resolves an unqualified name in the temp schema first, so every query function reads
 the filtered rows without knowing it: nothing can forget the rule, and a new query is covered
 the day it is written. What an agent connection never sees:
@@ -144,6 +145,8 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
         # Views of the main schema read main tables: shadow them with the same definition over the filtered ones.
         "CREATE TEMP VIEW unresolved_links AS SELECT note_id, seq, target_raw, resolution AS reason, detail,"
         " line, evidence FROM note_links WHERE resolution IN ('missing', 'ambiguous', 'out_of_corpus')",
+        # Note vectors (the mean of a note's chunk vectors) of the notes the agent sees only.
+        f"CREATE TEMP VIEW note_embeddings AS SELECT ne.* FROM main.note_embeddings ne WHERE {_visible('ne.note_id')}",
         "CREATE TEMP VIEW chunk_vectors AS SELECT c.chunk_id, c.note_id, e.model_id, c.content_hash,"
         " e.embedding_id FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash",
     ]

@@ -1,0 +1,214 @@
+"""Note vectors: one per note, the normalised mean of its chunk vectors (migration 0012).
+
+A note's suggestions ask one KNN query of these instead of one per chunk. The embed sweep keeps
+them current: a batch of new chunk vectors marks the notes that use those texts stale (in the
+batch's transaction, so a killed sweep forgets nothing), an import marks a rewritten note stale
+(trigger on `notes`), and `refresh_note_vectors` recomputes a stale note's vector only when the
+content hashes of its embedded chunks differ from those it was computed from.
+Only notes a model may read get a vector; an agent's connection sees only those of notes it may
+see (store.visibility shadows `note_embeddings`, and every query here joins `notes`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Sequence
+
+import apsw
+import numpy as np
+
+from mindtui.store.vectors import MAX_K, VectorHit
+from mindtui.store.visibility import model_readable
+
+PAGE = 500  # notes recomputed per transaction
+
+
+def mark_stale_for_texts(conn: apsw.Connection, content_hashes: Sequence[str]) -> None:
+    """The notes having a chunk of one of these texts need their vector again (new chunk vectors)."""
+    if not content_hashes:
+        return
+    marks = ",".join("?" * len(content_hashes))
+    conn.execute(
+        "UPDATE note_embeddings SET stale = 1 WHERE stale = 0 AND note_id IN ("
+        f" SELECT c.note_id FROM chunks c WHERE c.content_hash IN ({marks}))", list(content_hashes))
+
+
+def _source_key(hashes: list[str]) -> str:
+    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()
+
+
+def _work_page(conn: apsw.Connection, model_id: str) -> list[str]:
+    """Notes whose vector is stale, then readable notes that have none yet."""
+    stale = [row[0] for row in conn.execute(
+        "SELECT note_id FROM note_embeddings WHERE stale = 1 OR model_id != ? LIMIT ?", (model_id, PAGE))]
+    if len(stale) == PAGE:
+        return stale
+    return stale + [row[0] for row in conn.execute(
+        f"SELECT n.note_id FROM notes n WHERE {model_readable('n')} AND NOT EXISTS ("
+        " SELECT 1 FROM note_embeddings ne WHERE ne.note_id = n.note_id) LIMIT ?", (PAGE - len(stale),))]
+
+
+def refresh_note_vectors(conn: apsw.Connection, model_id: str, until: float | None = None) -> dict[str, int]:
+    """Bring every note vector up to date for `model_id`; returns what it did (counts). `until`:
+    a time.monotonic() after which no further page is begun (the rest waits for the next run;
+    `left` says whether some is left)."""
+    done = {"computed": 0, "kept": 0, "removed": 0}
+    while page := _work_page(conn, model_id):
+        if until is not None and time.monotonic() > until:
+            done["left"] = 1
+            break
+        with conn:
+            _refresh_page(conn, model_id, page, done)
+    return done
+
+
+def _refresh_page(conn: apsw.Connection, model_id: str, note_ids: list[str], done: dict[str, int]) -> None:
+    marks = ",".join("?" * len(note_ids))
+    readable = {row[0] for row in conn.execute(
+        f"SELECT n.note_id FROM notes n WHERE n.note_id IN ({marks}) AND {model_readable('n')}", note_ids)}
+    hashes: dict[str, list[str]] = {n: [] for n in readable}
+    for note_id, content_hash in conn.execute(
+            "SELECT c.note_id, c.content_hash FROM chunks c CROSS JOIN embeddings e ON e.content_hash = c.content_hash"
+            f" AND e.model_id = ? WHERE c.note_id IN ({marks}) ORDER BY c.note_id, c.seq", (model_id, *note_ids)):
+        if note_id in hashes:
+            hashes[note_id].append(content_hash)
+    stored = {note_id: (key, model) for note_id, key, model in conn.execute(
+        f"SELECT note_id, source_key, model_id FROM note_embeddings WHERE note_id IN ({marks})", note_ids)}
+    gone = [n for n in note_ids if n not in readable and n in stored]
+    if gone:
+        conn.execute(f"DELETE FROM note_embeddings WHERE note_id IN ({','.join('?' * len(gone))})", gone)
+        done["removed"] += len(gone)
+    changed = []
+    for note_id in sorted(readable):
+        key = _source_key(hashes[note_id])
+        if stored.get(note_id) == (key, model_id):
+            done["kept"] += 1
+        else:
+            changed.append((note_id, key))
+    conn.execute(f"UPDATE note_embeddings SET stale = 0 WHERE note_id IN ({marks})", note_ids)
+    if not changed:
+        return
+    sums = _chunk_vector_sums(conn, model_id, [n for n, _ in changed])
+    for note_id, key in changed:
+        conn.execute("DELETE FROM note_embeddings WHERE note_id = ?", (note_id,))  # its vec_notes row by trigger
+        conn.execute("INSERT INTO note_embeddings (note_id, model_id, source_key, chunks) VALUES (?, ?, ?, ?)",
+                     (note_id, model_id, key, len(hashes[note_id])))
+        if note_id in sums:
+            total = sums[note_id]
+            norm = float(np.linalg.norm(total))
+            conn.execute("INSERT INTO vec_notes (rowid, embedding) VALUES (?, ?)",
+                         (conn.last_insert_rowid(), (total / (norm or 1.0)).astype(np.float32).tobytes()))
+        done["computed"] += 1
+
+
+# CROSS JOIN keeps chunks (found by note id) the outer loop: without statistics SQLite would scan
+# every embedding of the model instead.
+def _chunk_vector_sums(conn: apsw.Connection, model_id: str, note_ids: list[str]) -> dict[str, np.ndarray]:
+    marks = ",".join("?" * len(note_ids))
+    owners = conn.execute(
+        "SELECT c.note_id, e.embedding_id FROM chunks c CROSS JOIN embeddings e ON e.content_hash = c.content_hash"
+        f" AND e.model_id = ? WHERE c.note_id IN ({marks})", (model_id, *note_ids)).fetchall()
+    vectors = vectors_by_rowid(conn, "vec_chunks", sorted({e for _, e in owners}))
+    sums: dict[str, np.ndarray] = {}
+    for note_id, embedding_id in owners:
+        vector = vectors[embedding_id]
+        sums[note_id] = sums[note_id] + vector if note_id in sums else vector.astype(np.float64)
+    return sums
+
+
+def vectors_by_rowid(conn: apsw.Connection, table: str, rowids: list[int], step: int = 500) -> dict[int, np.ndarray]:
+    """rowid -> vector of a vec0 table (`vec_chunks` or `vec_notes`). Read by `rowid IN (...)`:
+    sqlite-vec 0.1.9 joined on rowid reads each row far slower than a list of rowids at once."""
+    if table not in ("vec_chunks", "vec_notes"):
+        raise ValueError(f"not a vector table: {table}")
+    out: dict[int, np.ndarray] = {}
+    for start in range(0, len(rowids), step):
+        part = rowids[start:start + step]
+        out.update((rowid, np.frombuffer(blob, dtype=np.float32)) for rowid, blob in conn.execute(
+            f"SELECT rowid, embedding FROM {table} WHERE rowid IN ({','.join('?' * len(part))})", part))
+    return out
+
+
+def note_vector(conn: apsw.Connection, note_id: str, model_id: str) -> np.ndarray | None:
+    """The note's stored vector, or (stale or not yet written) its chunks' mean computed now;
+    None for a note the reader may not see or a model may not read, or with no chunk vector."""
+    row = conn.execute(
+        "SELECT ne.note_vector_id FROM note_embeddings ne JOIN notes n ON n.note_id = ne.note_id"
+        f" WHERE ne.note_id = ? AND ne.model_id = ? AND ne.stale = 0 AND ne.chunks > 0 AND {model_readable('n')}",
+        (note_id, model_id)).fetchone()
+    if row:
+        return vectors_by_rowid(conn, "vec_notes", [row[0]])[row[0]]
+    if conn.execute(f"SELECT 1 FROM notes n WHERE n.note_id = ? AND {model_readable('n')}", (note_id,)).fetchone() is None:
+        return None
+    total = _chunk_vector_sums(conn, model_id, [note_id]).get(note_id)
+    if total is None:
+        return None
+    return (total / (float(np.linalg.norm(total)) or 1.0)).astype(np.float32)
+
+
+_SEEN_NOTE = (
+    "SELECT ne.note_id FROM note_embeddings ne JOIN notes n ON n.note_id = ne.note_id"
+    f" WHERE ne.note_vector_id = ? AND ne.model_id = ? AND {model_readable('n')}")
+_SEEN_VECTORS = (
+    "SELECT ne.note_vector_id FROM note_embeddings ne JOIN notes n ON n.note_id = ne.note_id"
+    f" WHERE ne.model_id = ? AND {model_readable('n')}")
+
+
+def nearest_notes(conn: apsw.Connection, query: np.ndarray, model_id: str, k: int) -> dict[str, float]:
+    """Note id -> cosine of the `k` notes whose vectors are nearest `query`, among the notes the
+    reader sees and a model may read: one KNN query; asked again over only those (twice as many
+    each time) while notes the reader may not see take places among the first `k`."""
+    blob = np.asarray(query, dtype=np.float32).tobytes()
+    k = max(1, int(k))
+    given, seen = _note_hits(conn, conn.execute(
+        "SELECT rowid, distance FROM vec_notes WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+        (blob, min(k, MAX_K))), model_id)
+    want = k
+    while len(seen) < k and given >= min(want, MAX_K) and want < MAX_K:
+        given, seen = _note_hits(conn, conn.execute(
+            f"SELECT rowid, distance FROM vec_notes WHERE embedding MATCH ? AND k = ? AND rowid IN ({_SEEN_VECTORS})"
+            " ORDER BY distance", (blob, min(want, MAX_K), model_id)), model_id)
+        want *= 2
+    return dict(list(seen.items())[:k])
+
+
+def _note_hits(conn: apsw.Connection, rows, model_id: str) -> tuple[int, dict[str, float]]:
+    """(how many vectors the KNN gave, note id -> cosine of those the reader may use)."""
+    raw = [VectorHit(rowid, distance) for rowid, distance in rows]
+    out: dict[str, float] = {}
+    for hit in raw:
+        found = conn.execute(_SEEN_NOTE, (hit.embedding_id, model_id)).fetchone()
+        if found:
+            out[found[0]] = 1.0 - hit.distance
+    return len(raw), out
+
+
+def vectors_of(conn: apsw.Connection, note_ids: list[str], model_id: str) -> dict[str, np.ndarray]:
+    """The stored vectors of these notes (those the reader sees and a model may read)."""
+    if not note_ids:
+        return {}
+    marks = ",".join("?" * len(note_ids))
+    rowids = dict(conn.execute(
+        "SELECT ne.note_id, ne.note_vector_id FROM note_embeddings ne JOIN notes n ON n.note_id = ne.note_id"
+        f" WHERE ne.note_id IN ({marks}) AND ne.model_id = ? AND ne.chunks > 0 AND {model_readable('n')}",
+        (*note_ids, model_id)))
+    vectors = vectors_by_rowid(conn, "vec_notes", sorted(rowids.values()))
+    return {note_id: vectors[rowid] for note_id, rowid in rowids.items() if rowid in vectors}
+
+
+def all_note_vectors(conn: apsw.Connection, model_id: str) -> dict[str, np.ndarray]:
+    """Every readable note's vector: the stored ones (one scan of vec_notes), and for a note whose
+    vector is stale or not written yet (edited since the last sweep) its chunks' mean now."""
+    rowids = dict(conn.execute(
+        "SELECT ne.note_vector_id, ne.note_id FROM note_embeddings ne JOIN notes n ON n.note_id = ne.note_id"
+        f" WHERE ne.model_id = ? AND ne.stale = 0 AND ne.chunks > 0 AND {model_readable('n')}", (model_id,)))
+    out = {rowids[rowid]: np.frombuffer(blob, dtype=np.float32)
+           for rowid, blob in conn.execute("SELECT rowid, embedding FROM vec_notes") if rowid in rowids}
+    behind = [row[0] for row in conn.execute(
+        f"SELECT n.note_id FROM notes n WHERE {model_readable('n')} AND NOT EXISTS (SELECT 1 FROM note_embeddings ne"
+        " WHERE ne.note_id = n.note_id AND ne.model_id = ? AND ne.stale = 0)", (model_id,))]
+    for start in range(0, len(behind), PAGE):
+        for note_id, total in _chunk_vector_sums(conn, model_id, behind[start:start + PAGE]).items():
+            out[note_id] = (total / (float(np.linalg.norm(total)) or 1.0)).astype(np.float32)
+    return out
