@@ -233,3 +233,120 @@ def test_hybrid_search_over_the_code_index_gives_the_exact_scans_top_results(emb
     finally:
         conn.close()
     assert got == want
+
+
+# The embed sweep in a child that SIGKILLs itself at the N-th commit ("before": in the commit
+# hook, the transaction is lost; N = 0: no kill). The code index is built already: every batch
+# writes vectors and codes, the first one deletes the vectors of a changed note too.
+SWEEP_KILLED_AT = """
+import os, signal, sys
+import apsw
+sys.path.insert(0, sys.argv[3])
+from fakes import DeterministicFakeEmbedder
+from mindtui.models.sweep import run_embed_sweep
+from mindtui.store import open_database
+
+db, when = sys.argv[1], int(sys.argv[2])
+commits = [0]
+
+def seen():
+    commits[0] += 1
+    if commits[0] == when:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return False
+
+conn = open_database(db)
+conn.set_commit_hook(seen)
+run_embed_sweep(conn, DeterministicFakeEmbedder(), batch_size=4)
+sys.exit(3 if when else 0)
+"""
+
+
+def sweep_killed_at(db, when: int) -> int:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    return subprocess.run([sys.executable, "-c", SWEEP_KILLED_AT, str(db), str(when), str(Path(__file__).parent)],
+                          capture_output=True, text=True, timeout=300).returncode
+
+
+def index_state(db) -> tuple:
+    conn = open_database(db)
+    try:
+        codes = stored_codes(conn)
+        return (sorted(every_vector(conn)), {i: c.tobytes() for i, c in codes.items()},
+                vector_codes.coded_count(conn))
+    finally:
+        conn.close()
+
+
+def test_a_sweep_killed_at_any_commit_then_rerun_leaves_the_codes_of_a_clean_run(vault, db_path, tmp_path):
+    import shutil
+
+    from conftest import run_import
+
+    for i in range(12):
+        vault.write(f"A{i}.md", f"Erste Notiz {i} über Gärten.\n")
+    run_import(db_path, vault.root)
+    conn = open_database(db_path)
+    try:
+        run_embed_sweep(conn, DeterministicFakeEmbedder(), batch_size=8)
+        with conn:
+            vector_codes.build(conn, "fake-hash-embedder")
+    finally:
+        conn.close()
+    for i in range(10):
+        vault.write(f"B{i}.md", f"Zweite Notiz {i} über Wälder.\n")
+    vault.write("A0.md", "Eine geänderte Notiz.\n")  # its old vector is an orphan now
+    run_import(db_path, vault.root)
+    conn = open_database(db_path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+    clean = tmp_path / "clean.db"
+    shutil.copy(db_path, clean)
+    assert sweep_killed_at(clean, 0) == 0
+    want = index_state(clean)
+    assert want[0] == sorted(want[1]) and want[2] == len(want[0])  # every vector coded, no other code
+    when = 1
+    while True:
+        killed = tmp_path / f"killed{when}.db"
+        shutil.copy(db_path, killed)
+        code = sweep_killed_at(killed, when)
+        if code == 3:  # the sweep ended before its when-th commit: every point was tried
+            break
+        assert code == -9, code
+        assert sweep_killed_at(killed, 0) == 0  # the rerun
+        assert index_state(killed) == want, when
+        when += 1
+    assert when > 3
+
+
+def test_a_recall_below_the_floor_fits_the_codes_again_and_a_request_refits_them(conn):
+    vectors = crowded(400, 7)
+    insert(conn, [f"h{i}" for i in range(400)], vectors)
+    search = load_settings(overrides={"search": {"ann_min_vectors": 100, "ann_rescore": 60,
+                                                 "ann_recall_sample": 20, "ann_recall_floor": 0.9}}).search
+    first = vector_store.code_index_upkeep(conn, search, "m")
+    assert "built_s" in first and first["recall_at_50"] >= 0.9 and "refit_for_recall" not in first
+    fit = vector_codes.load_params(conn).fit_id
+    assert "built_s" not in vector_store.code_index_upkeep(conn, search, "m")  # kept: no full rebuild nightly
+    assert vector_codes.load_params(conn).fit_id == fit
+    with conn:  # codes gone bad (as if the vectors drifted far from the fit): the sampled recall falls
+        conn.execute("UPDATE vector_code_pages SET codes = zeroblob(length(codes)), stamp = ?",
+                     (vector_codes._next_stamp(conn),))
+    again = vector_store.code_index_upkeep(conn, search, "m")
+    assert again["refit_for_recall"] < 0.9 and again["recall_at_50"] >= 0.9
+    assert vector_codes.load_params(conn).fit_id != fit
+    fit = vector_codes.load_params(conn).fit_id
+    assert "built_s" in vector_store.code_index_upkeep(conn, search, "m", refit=True)
+    assert vector_codes.load_params(conn).fit_id != fit
+
+
+def test_a_new_model_drops_the_codes_of_the_old_one(conn):
+    insert(conn, ["a", "b"], crowded(2, 8), model="old")
+    with conn:
+        vector_codes.build(conn, "old")
+        vector_store.delete_other_models(conn, "new")
+    assert vector_codes.load_params(conn) is None and vector_codes.coded_count(conn) == 0

@@ -199,8 +199,18 @@ def maintain_step(ctx: StepContext) -> dict:
     return {**report, **optimize(ctx.conn)}
 
 
+def vector_index_step(ctx: StepContext) -> dict:
+    """The vector code index fitted again and rebuilt now, whatever the number of vectors (on
+    request only: `--steps vector_index`; the nightly's maintain step builds and checks it)."""
+    from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
+    from mindtui.store.vectors import code_index_upkeep
+
+    return code_index_upkeep(ctx.conn, ctx.settings.search, get_meta(ctx.conn, EMBEDDING_MODEL_KEY), refit=True)
+
+
 STEPS: dict[str, Step] = {"import": import_step, "embed": embed_step, "graph": graph_step,
-                          "consolidate": consolidate_step, "gaps": gaps_step, "maintain": maintain_step}
+                          "consolidate": consolidate_step, "gaps": gaps_step, "maintain": maintain_step,
+                          "vector_index": vector_index_step}
 JOBS: dict[str, list[str]] = {"nightly": ["import", "embed", "graph", "consolidate", "gaps", "maintain"],
                               "index": ["import"],
                               "embed": ["embed"], "graph": ["graph"], "knowledge": ["consolidate", "gaps"],

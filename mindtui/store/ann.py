@@ -27,6 +27,7 @@ from mindtui.store import vector_codes
 
 
 SCAN_THREADS = 2  # the machine's cores (measured: bench/ann_bench.py compares 1 and 2)
+SCAN = "numkong"  # or "usearch": whose exact int8 scan (bench/ann_bench.py compares them)
 
 
 @dataclass(frozen=True)
@@ -98,10 +99,16 @@ def _refreshed(conn: apsw.Connection, old: _Snapshot | None, now: int) -> _Snaps
     order = sorted(pages)
     if order:
         ids = np.concatenate([pages[p][0] for p in order])
-        codes = np.ascontiguousarray(np.concatenate([pages[p][1] for p in order]))
+        codes = np.concatenate([pages[p][1] for p in order])
     else:
         ids, codes = np.empty(0, dtype=np.int64), np.empty((0, dim), dtype=np.int8)
-    return _Snapshot(params.fit_id, now, params, stamps, pages, ids, codes)
+    # The pages kept for the next refresh are views of the one array searched (one copy in memory).
+    views, start = {}, 0
+    for page in order:
+        end = start + len(pages[page][0])
+        views[page] = (ids[start:end], codes[start:end])
+        start = end
+    return _Snapshot(params.fit_id, now, params, stamps, views, ids, codes)
 
 
 _caches: dict[str, _CodeCache] = {}
@@ -135,17 +142,23 @@ def candidates(snapshot: _Snapshot, query: np.ndarray, count: int) -> np.ndarray
     """The embedding ids of the `count` best codes for the query, best first. The code score is
     the query's inner product with (vector - mean): the mean's share is the same for every
     vector, so the order is the cosine order up to the codes' rounding."""
-    from usearch.index import MetricKind, search
-
     count = min(int(count), len(snapshot))
     if count <= 0:
         return np.empty(0, dtype=np.int64)
     weighted = np.asarray(query, dtype=np.float32) * snapshot.params.scale
     top = float(np.abs(weighted).max()) or 1.0
     query_codes = np.clip(np.rint(weighted / top * 127), -127, 127).astype(np.int8)
-    found = search(snapshot.codes, query_codes, count, MetricKind.IP, exact=True, threads=SCAN_THREADS)
-    rows = np.asarray(found.keys, dtype=np.int64)[: len(found)]
-    return snapshot.ids[rows]
+    if SCAN == "usearch":
+        from usearch.index import MetricKind, search
+
+        found = search(snapshot.codes, query_codes, count, MetricKind.IP, exact=True, threads=SCAN_THREADS)
+        return snapshot.ids[np.asarray(found.keys, dtype=np.int64)[: len(found)]]
+    import numkong
+
+    scores = np.asarray(numkong.cdist(query_codes[None, :], snapshot.codes, metric="dot", threads=SCAN_THREADS,
+                                      out_dtype="float32")).ravel()
+    best = np.argpartition(-scores, count - 1)[:count] if count < len(scores) else np.arange(len(scores))
+    return snapshot.ids[best[np.argsort(-scores[best], kind="stable")]]
 
 
 def rescored(conn: apsw.Connection, ids: np.ndarray, query: np.ndarray, k: int) -> list[tuple[int, float]]:
