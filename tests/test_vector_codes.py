@@ -163,7 +163,7 @@ def narrow_filter_vault(vault):
 
 @pytest.mark.parametrize("note_type, pool, expected", [("selten", 2, 2), ("oft", 20, 20)])
 def test_filters_keep_their_pool_over_the_code_index(vault, db_path, monkeypatch, note_type, pool, expected):
-    """A narrow filter (0.5 %) takes the exact scan over its ids, a wider one the code index's
+    """A narrow filter (0.5 %) has its ids' codes scanned alone, a wider one the code index's
     candidates the filter admits; both fill their pool, and equal the exact scan's notes."""
     narrow_filter_vault(vault)
     fake = DeterministicFakeEmbedder()
@@ -176,15 +176,16 @@ def test_filters_keep_their_pool_over_the_code_index(vault, db_path, monkeypatch
         want = SearchEngine(conn, exact_settings, ModelsFromCallables(embedder=lambda: fake)).search(
             "Sterne am Himmel", options)
         vector_store.code_index_upkeep(conn, ann_settings.search, fake.model_id)
-        exact_scans = []
-        real_exact = vector_store.exact_knn_within
-        monkeypatch.setattr(vector_store, "exact_knn_within", lambda *a: exact_scans.append(1) or real_exact(*a))
+        narrow = []
+        real_among = ann.candidates_among
+        monkeypatch.setattr(ann, "candidates_among", lambda *a: narrow.append(1) or real_among(*a))
+        monkeypatch.setattr(vector_store, "exact_knn_within", None)  # never with the index on
         engine = SearchEngine(conn, ann_settings, ModelsFromCallables(embedder=lambda: fake))
         assert ann.index_for(conn) is not None
         got = engine.search("Sterne am Himmel", options)
     assert len(got.results) == expected
     assert [r.path for r in got.results] == [r.path for r in want.results]
-    assert bool(exact_scans) == (note_type == "selten")
+    assert bool(narrow) == (note_type == "selten")
 
 
 def test_the_nightly_builds_the_index_and_the_owners_status_shows_its_recall(vault, db_path):

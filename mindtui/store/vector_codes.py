@@ -231,6 +231,12 @@ def admitted(conn: apsw.Connection, ids: np.ndarray, allowed: tuple[str, Sequenc
         (*args, json.dumps([int(i) for i in ids])))}
 
 
+def admitted_all(conn: apsw.Connection, allowed: tuple[str, Sequence]) -> set[int]:
+    """Every embedding id the subquery `allowed` returns (a narrow filter's: few)."""
+    sql, args = allowed
+    return {row[0] for row in conn.execute(f"SELECT DISTINCT embedding_id FROM ({sql})", args)}
+
+
 def sample_queries(conn: apsw.Connection, model_id: str, limit: int) -> tuple[str, list[np.ndarray]]:
     """Query vectors to measure the index's recall on: the owner's latest logged searches of this
     model (only the owner's keep one, migration 0011), else stored vectors picked at random."""
