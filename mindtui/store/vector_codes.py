@@ -73,16 +73,22 @@ def _now() -> str:
 
 
 def _all_vectors(conn: apsw.Connection, batch: int = 8192) -> Iterable[tuple[np.ndarray, np.ndarray]]:
-    """Every stored vector in embedding id order, a batch (ids, float32 matrix) at a time."""
-    after = 0
-    while True:
-        rows = conn.execute("SELECT rowid, embedding FROM vec_chunks WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                            (after, batch)).fetchall()
-        if not rows:
-            return
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        yield ids, np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-        after = int(ids[-1])
+    """Every stored vector, a batch (ids, float32 matrix) at a time, in the table's own order: one
+    scan (vec0 answers `rowid > ?` by scanning everything, so paging by rowid would scan N/batch
+    times)."""
+    rows = []
+    for row in conn.execute("SELECT rowid, embedding FROM vec_chunks"):
+        rows.append(row)
+        if len(rows) == batch:
+            yield _batch(rows)
+            rows = []
+    if rows:
+        yield _batch(rows)
+
+
+def _batch(rows: list) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return ids, np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
 
 
 def _write_page(conn: apsw.Connection, page_id: int, ids: np.ndarray, codes: np.ndarray, page_stamp: int) -> None:
@@ -120,20 +126,17 @@ def build(conn: apsw.Connection, model_id: str) -> CodeParams | None:
             "model": model_id, "mean": params.mean.tolist(), "scale": params.scale.tolist(),
             "fitted_at": params.fitted_at, "fit_id": params.fit_id, "vectors": total}))
         page_stamp = _next_stamp(conn)
-        page_ids: list[np.ndarray] = []
-        page_codes: list[np.ndarray] = []
-        current = None
+        parts: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # the codes, a quarter of the floats' bytes
         for ids, block in _all_vectors(conn):
             pages = ids >> PAGE_BITS
+            codes = params.encode(block)
             for page in np.unique(pages):
-                if current is not None and page != current:
-                    _write_page(conn, current, np.concatenate(page_ids), np.concatenate(page_codes), page_stamp)
-                    page_ids, page_codes = [], []
-                current = int(page)
                 mask = pages == page
-                page_ids.append(ids[mask])
-                page_codes.append(params.encode(block[mask]))
-        _write_page(conn, current, np.concatenate(page_ids), np.concatenate(page_codes), page_stamp)
+                parts.setdefault(int(page), []).append((ids[mask], codes[mask]))
+        for page, pieces in sorted(parts.items()):
+            ids = np.concatenate([p[0] for p in pieces])
+            order = np.argsort(ids, kind="stable")
+            _write_page(conn, page, ids[order], np.concatenate([p[1] for p in pieces])[order], page_stamp)
     return params
 
 
