@@ -1,6 +1,6 @@
 """Vector search over the code index (vector_codes.py) in memory: the int8 codes of every vector
-scanned exactly by usearch's SIMD brute force, the best `rescore` of them ranked again by their
-float vectors read from vec_chunks.
+scanned exactly with SIMD int8 dot products (numkong), the best `rescore` of them ranked again by
+their float16 copies (vector_halves, one b-tree row each).
 
 Why an exact scan of codes and not a graph or lists: real e5 queries are crowded (the cosine at
 rank 10 is 0.843, at rank 5,000 still 0.813 on a million hub-like chunks), so anything that looks
@@ -172,8 +172,8 @@ def candidates(snapshot: _Snapshot, query: np.ndarray, count: int) -> np.ndarray
 
 
 def rescored(conn: apsw.Connection, ids: np.ndarray, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """(embedding id, cosine distance) of the `k` nearest of `ids` by their float vectors, as
-    sqlite-vec computes the distance. An id whose vector was deleted since is left out."""
+    """(embedding id, cosine distance) of the `k` nearest of `ids` by their float16 copies, as
+    sqlite-vec computes the distance (to ~1e-4). An id whose vector was deleted since is left out."""
     if len(ids) == 0:
         return []
     found = vector_codes.float_vectors(conn, ids)

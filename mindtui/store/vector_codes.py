@@ -126,8 +126,10 @@ def build(conn: apsw.Connection, model_id: str) -> CodeParams | None:
             "model": model_id, "mean": params.mean.tolist(), "scale": params.scale.tolist(),
             "fitted_at": params.fitted_at, "fit_id": params.fit_id, "vectors": total}))
         page_stamp = _next_stamp(conn)
+        conn.execute("DELETE FROM vector_halves")
         parts: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # the codes, a quarter of the floats' bytes
         for ids, block in _all_vectors(conn):
+            _write_halves(conn, ids, block)
             pages = ids >> PAGE_BITS
             codes = params.encode(block)
             for page in np.unique(pages):
@@ -140,10 +142,17 @@ def build(conn: apsw.Connection, model_id: str) -> CodeParams | None:
     return params
 
 
+def _write_halves(conn: apsw.Connection, ids: np.ndarray, vectors: np.ndarray) -> None:
+    halves = np.asarray(vectors, dtype=np.float16)
+    conn.executemany("INSERT OR REPLACE INTO vector_halves (embedding_id, half) VALUES (?, ?)",
+                     ((int(i), h.tobytes()) for i, h in zip(ids, halves)))
+
+
 def drop(conn: apsw.Connection) -> None:
     """No index (the model changed, or a rebuild starts over): the exact scan serves until the next build."""
     with conn:
         conn.execute("DELETE FROM vector_code_pages")
+        conn.execute("DELETE FROM vector_halves")
         conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (PARAMS_KEY, RECALL_KEY))
         _next_stamp(conn)
 
@@ -181,11 +190,16 @@ def add(conn: apsw.Connection, ids: Sequence[int], vectors: np.ndarray) -> None:
     params = load_params(conn)
     if params is None:
         return
+    _write_halves(conn, ids, vectors)
     _rewrite(conn, np.asarray(ids, dtype=np.int64), params.encode(vectors))
 
 
 def remove(conn: apsw.Connection, ids: Sequence[int]) -> None:
     """Take the codes of deleted vectors out (the caller's transaction)."""
+    if load_params(conn) is None:
+        return
+    conn.execute("DELETE FROM vector_halves WHERE embedding_id IN (SELECT value FROM json_each(?))",
+                 (json.dumps([int(i) for i in ids]),))
     _rewrite(conn, np.asarray(ids, dtype=np.int64), None)
 
 
@@ -213,16 +227,12 @@ def load_recall(conn: apsw.Connection) -> dict | None:
     return json.loads(raw) if raw else None
 
 
-def float_vectors(conn: apsw.Connection, ids: np.ndarray, batch: int = 500) -> dict[int, np.ndarray]:
-    """The stored float vectors of `ids` (point lookups in vec_chunks, a few hundred a statement)."""
-    found: dict[int, np.ndarray] = {}
-    wanted = [int(i) for i in ids]
-    for start in range(0, len(wanted), batch):
-        part = wanted[start:start + batch]
-        for rowid, blob in conn.execute(
-                f"SELECT rowid, embedding FROM vec_chunks WHERE rowid IN ({','.join('?' * len(part))})", part):
-            found[rowid] = np.frombuffer(blob, dtype=np.float32)
-    return found
+def float_vectors(conn: apsw.Connection, ids: np.ndarray) -> dict[int, np.ndarray]:
+    """The vectors of `ids` (float16 copies, as float32) for ranking candidates again; an id
+    deleted since is missing."""
+    return {rowid: np.frombuffer(blob, dtype=np.float16).astype(np.float32) for rowid, blob in conn.execute(
+        "SELECT embedding_id, half FROM vector_halves WHERE embedding_id IN (SELECT value FROM json_each(?))",
+        (json.dumps([int(i) for i in ids]),))}
 
 
 def admitted(conn: apsw.Connection, ids: np.ndarray, allowed: tuple[str, Sequence]) -> set[int]:
