@@ -358,3 +358,21 @@ def test_a_new_model_drops_the_codes_of_the_old_one(conn):
         vector_codes.build(conn, "old")
         vector_store.delete_other_models(conn, "new")
     assert vector_codes.load_params(conn) is None and vector_codes.coded_count(conn) == 0
+
+
+def test_a_database_made_again_at_the_same_path_is_not_served_from_the_old_ones_codes(db_path):
+    import shutil
+
+    for seed in (10, 11):
+        if db_path.parent.exists():
+            shutil.rmtree(db_path.parent)
+        conn = open_database(db_path)
+        try:
+            insert(conn, [f"h{i}" for i in range(20)], crowded(20, seed))
+            with conn:
+                vector_codes.build(conn, "m")
+            ann.configure(conn, 1, 20)
+            snapshot = ann.index_for(conn)
+            assert snapshot.fit_id == vector_codes.load_params(conn).fit_id
+        finally:
+            conn.close()

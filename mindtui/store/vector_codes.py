@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import secrets
 import uuid
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -63,7 +64,10 @@ def stamp(conn: apsw.Connection) -> int:
 
 
 def _next_stamp(conn: apsw.Connection) -> int:
-    value = stamp(conn) + 1
+    # The first stamp of a file is random: a process's copy of another file once at this path
+    # (deleted, made again) must not pass for current because both counted from 1.
+    current = get_meta(conn, STAMP_KEY)
+    value = int(current) + 1 if current is not None else secrets.randbelow(2**40) + 1
     set_meta(conn, STAMP_KEY, str(value))
     return value
 
