@@ -87,8 +87,7 @@ def test_ids_across_pages_keep_one_row_per_page(conn):
     assert sorted(stored_codes(conn)) == [5, 4096 * 2 + 1, 4096 * 2 + 2]
 
 
-def test_a_failure_between_vectors_and_codes_leaves_neither_and_a_rerun_equals_a_clean_run(conn, db_path, tmp_path,
-                                                                                          monkeypatch):
+def test_a_failure_between_vectors_and_codes_leaves_neither_and_a_rerun_equals_a_clean_run(conn, tmp_path, monkeypatch):
     vectors = crowded(120, 3)
     insert(conn, [f"h{i}" for i in range(100)], vectors[:100])
     with conn:
