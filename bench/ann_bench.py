@@ -191,7 +191,7 @@ def int8_usearch(conn, queries, args, row):
     pools = list(map(int, args.rescore.split(",")))
     chosen = ann.SCAN, ann.SCAN_THREADS
     for scan in ("numkong", "usearch"):
-        for pool, threads in [(pool, 2) for pool in pools] + [(pools[-1], 1)]:
+        for pool, threads in [(pool, 1) for pool in pools] + [(pools[-1], 2)]:
             ann.SCAN, ann.SCAN_THREADS = scan, threads
             ann.configure(conn, 1, pool)
             answers, times = timed(lambda q: [h.embedding_id for h in vector_store.knn(conn, q, K)], queries)

@@ -26,7 +26,9 @@ import numpy as np
 from mindtui.store import vector_codes
 
 
-SCAN_THREADS = 2  # the machine's cores (measured: bench/ann_bench.py compares 1 and 2)
+# One thread scans as fast as two on the 2-core machine (a million codes: 0.17x vs 0.18x of
+# numpy's float scan; 100k: 0.28x vs 0.35x, bench/ann_bench.py) and leaves a core to the rest.
+SCAN_THREADS = 1
 SCAN = "numkong"  # or "usearch": whose exact int8 scan (bench/ann_bench.py compares them)
 
 
