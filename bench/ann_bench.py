@@ -3,6 +3,7 @@ ranking and latency as a ratio to a numpy float32 exact scan of the same vectors
 
     .venv/bin/python bench/ann_bench.py --real-db REAL.db --queries-from VAULT --n 100000
     .venv/bin/python bench/ann_bench.py --real-db REAL.db --queries-from VAULT --n 1000000 --queries 300
+    .venv/bin/python bench/ann_bench.py --real-db REAL.db --queries-npy Q.npy --n 1000000 --designs int8,bit
 
 REAL.db: any embedded mindtui database (its passage vectors are mixed into N fixture vectors, see
 vector_fixture.py). VAULT: a folder of notes whose titles and headings become the held-out real
@@ -14,7 +15,13 @@ fixture). Designs, every vector in one SQLite file:
 - `ivf L probe P`: k-means lists (L ~ sqrt N, trained on a sample) as a vec0 partition key; the P
   lists nearest the query are searched in one statement (`list_id IN (...)`), k per list.
 - `int8 numpy`: the vectors centred and quantised to int8, scanned in memory (read from the file
-  once), top 200 rescored by float.
+  once), top 500 rescored by float.
+- `int8 numkong|usearch Nt + rescore R`: what mindtui runs above search.ann_min_vectors, through
+  store/vectors.knn: the code index built in the file (vector_codes.build), loaded once, scanned
+  exactly by numkong's SIMD int8 dot products (or usearch's exact search, which uses them) on N
+  threads, the top R rescored by the float vectors read back from vec_chunks.
+- `usearch HNSW`: a float HNSW graph (M=32, ef 512) in memory, for comparison (it would have to be
+  serialised into the file).
 Targets (issue 3.2): recall@50 >= 0.95, p50 <= 0.35x and p95 <= 0.6x the numpy exact scan.
 The machine is shared and noisy: compare the ratios of one run, not absolute times across runs.
 """
@@ -58,14 +65,13 @@ def embed_queries(texts: list[str]) -> np.ndarray:
 
 
 def connect(path: Path):
-    import apsw
-    import sqlite_vec
+    """A mindtui database: its vec_chunks is the float table every design reads or rescores from."""
+    from mindtui.store import open_database
 
-    conn = apsw.Connection(str(path))
-    conn.enable_load_extension(True)
-    conn.load_extension(sqlite_vec.loadable_path())
-    conn.execute("PRAGMA journal_mode=WAL")
-    return conn
+    return open_database(path)
+
+
+DESIGNS = ("exact", "bit", "ivf", "int8", "hnsw")
 
 
 def kmeans(sample: np.ndarray, lists: int, seed: int, rounds: int = 10) -> np.ndarray:
@@ -106,7 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--real-db", type=Path, required=True)
-    parser.add_argument("--queries-from", type=Path, required=True, help="a vault whose titles/headings are queries")
+    queries = parser.add_mutually_exclusive_group(required=True)
+    queries.add_argument("--queries-from", type=Path, help="a vault whose titles/headings are queries")
+    queries.add_argument("--queries-npy", type=Path, help="query vectors saved before (float32, one row each)")
+    parser.add_argument("--designs", default=",".join(DESIGNS), help=f"comma-separated, of {', '.join(DESIGNS)}")
+    parser.add_argument("--rescore", default="200,300", help="int8 usearch: the pools R to compare")
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
@@ -115,7 +125,11 @@ def main(argv: list[str] | None = None) -> int:
 
     real = real_vectors(args.real_db)
     vectors = mix(real, args.n, args.seed)
-    queries = embed_queries(query_texts(args.queries_from, args.queries, args.seed))
+    designs = set(args.designs.split(","))
+    if args.queries_npy:
+        queries = np.load(args.queries_npy).astype(np.float32)[: args.queries]
+    else:
+        queries = embed_queries(query_texts(args.queries_from, args.queries, args.seed))
     ids = np.arange(1, args.n + 1)
     print(f"{args.n} fixture vectors from {len(real)} real ones; {len(queries)} held-out real query vectors",
           file=sys.stderr)
@@ -135,19 +149,71 @@ def main(argv: list[str] | None = None) -> int:
 
     # -- sqlite-vec exact -------------------------------------------------------------------
     started = time.perf_counter()
-    conn.execute("CREATE VIRTUAL TABLE flat USING vec0(embedding float[384] distance_metric=cosine)")
     with conn:
-        conn.executemany("INSERT INTO flat(rowid, embedding) VALUES (?, ?)",
+        conn.executemany("INSERT INTO vec_chunks(rowid, embedding) VALUES (?, ?)",
                          ((int(i), v.tobytes()) for i, v in zip(ids, vectors)))
     flat_s = time.perf_counter() - started
-    sample_q = queries[: min(30, len(queries))]  # the exact scan is slow: fewer queries suffice for its time
-    flat_answers, flat_times = timed(lambda q: [r[0] for r in conn.execute(
-        "SELECT rowid FROM flat WHERE embedding MATCH ? AND k = ?", (q.tobytes(), K))], sample_q)
-    rows.append(("sqlite-vec exact", recall(flat_answers, truth[: len(sample_q)]),
-                 np.percentile(flat_times, 50), np.percentile(flat_times, 95), flat_s))
+    if "exact" in designs:
+        sample_q = queries[: min(30, len(queries))]  # the exact scan is slow: fewer queries suffice for its time
+        flat_answers, flat_times = timed(lambda q: [r[0] for r in conn.execute(
+            "SELECT rowid FROM vec_chunks WHERE embedding MATCH ? AND k = ?", (q.tobytes(), K))], sample_q)
+        rows.append(("sqlite-vec exact", recall(flat_answers, truth[: len(sample_q)]),
+                     np.percentile(flat_times, 50), np.percentile(flat_times, 95), flat_s))
+    if "int8" in designs:
+        int8_usearch(conn, queries, args, row)
+    if "hnsw" in designs:
+        hnsw(vectors, ids, queries, row)
 
-    # -- centred binary + float rescore ------------------------------------------------------
     mean = vectors.mean(axis=0)
+    if "bit" in designs:
+        centred_bits(conn, vectors, ids, mean, queries, row, flat_s)
+    if "ivf" in designs:
+        ivf(conn, vectors, ids, mean, queries, row, args)
+    if "int8" in designs:
+        int8_numpy(vectors, ids, mean, queries, truth, rows)
+    print_table(args, rows, base_times)
+    return 0
+
+
+def int8_usearch(conn, queries, args, row):
+    """mindtui's own path: the code index in the file, searched through store/vectors.knn."""
+    from mindtui.store import ann, vector_codes
+    from mindtui.store import vectors as vector_store
+
+    started = time.perf_counter()
+    vector_codes.build(conn, "bench")
+    built_s = time.perf_counter() - started
+    started = time.perf_counter()
+    ann.configure(conn, 1, 1)
+    ann.index_for(conn)  # loaded once per process: not part of a query
+    load_s = time.perf_counter() - started
+    print(f"int8 codes: built in {built_s:.1f} s, loaded in {load_s:.1f} s", file=sys.stderr)
+    pools = list(map(int, args.rescore.split(",")))
+    chosen = ann.SCAN, ann.SCAN_THREADS
+    for scan in ("numkong", "usearch"):
+        for pool, threads in [(pool, 1) for pool in pools] + [(pools[-1], 2)]:
+            ann.SCAN, ann.SCAN_THREADS = scan, threads
+            ann.configure(conn, 1, pool)
+            answers, times = timed(lambda q: [h.embedding_id for h in vector_store.knn(conn, q, K)], queries)
+            row(f"int8 {scan} {threads}t + rescore {pool}", answers, times, built_s)
+    ann.SCAN, ann.SCAN_THREADS = chosen
+
+
+def hnsw(vectors, ids, queries, row):
+    """usearch's HNSW graph over the float vectors (in memory only)."""
+    from usearch.index import Index
+
+    started = time.perf_counter()
+    index = Index(ndim=vectors.shape[1], metric="cos", dtype="f32", connectivity=32, expansion_add=128,
+                  expansion_search=512)
+    index.add(ids, vectors, threads=2)
+    built_s = time.perf_counter() - started
+    answers, times = timed(lambda q: list(index.search(q, K).keys), queries)
+    row("usearch HNSW M32 ef512", answers, times, built_s)
+
+
+def centred_bits(conn, vectors, ids, mean, queries, row, flat_s):
+    """Centred binary + float rescore."""
     started = time.perf_counter()
     conn.execute("CREATE VIRTUAL TABLE bits USING vec0(embedding bit[384])")
     packed = np.packbits(((vectors - mean) > 0).astype(np.uint8), axis=1, bitorder="little")
@@ -161,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         cands = [r[0] for r in conn.execute("SELECT rowid FROM bits WHERE embedding MATCH vec_bit(?) AND k = ?",
                                             (code, pool))]
         marks = ",".join("?" * len(cands))
-        got = conn.execute(f"SELECT rowid, embedding FROM flat WHERE rowid IN ({marks})", cands).fetchall()
+        got = conn.execute(f"SELECT rowid, embedding FROM vec_chunks WHERE rowid IN ({marks})", cands).fetchall()
         mat = np.frombuffer(b"".join(g[1] for g in got), dtype=np.float32).reshape(len(got), -1)
         order = np.argsort(-(mat @ q))[:K]
         return [got[i][0] for i in order]
@@ -170,7 +236,10 @@ def main(argv: list[str] | None = None) -> int:
         answers, times = timed(lambda q: bit_search(q, pool), queries)
         row(f"centred bit + rescore {pool}", answers, times, bits_s + flat_s)
 
-    # -- IVF as partition keys (lists of raw vectors, and of vectors less the corpus mean) --------
+
+
+def ivf(conn, vectors, ids, mean, queries, row, args):
+    """IVF as partition keys (lists of raw vectors, and of vectors less the corpus mean)."""
     lists = max(16, int(round(np.sqrt(args.n))))
     rng = np.random.default_rng(args.seed)
     sample_ids = rng.choice(args.n, size=min(args.n, max(lists * 40, 20_000)), replace=False)
@@ -190,7 +259,9 @@ def main(argv: list[str] | None = None) -> int:
         sizes = np.bincount(assignment, minlength=lists)
 
         def ivf_search(q, probe, table=table, centroids=centroids, shift=shift):
-            nearest = np.argsort(-(centroids @ (q - shift)))[:probe]
+            # Lists by their centroid's cosine with the query itself: scoring them against
+            # (q - mean) would favour lists whose centroid points away from the mean (a bias).
+            nearest = np.argsort(-(centroids @ q))[:probe]
             marks = ",".join("?" * probe)
             got = conn.execute(f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ? "
                                f"AND list_id IN ({marks})", (q.tobytes(), K, *map(int, nearest))).fetchall()
@@ -202,7 +273,9 @@ def main(argv: list[str] | None = None) -> int:
             row(f"{label} {lists} probe {probe}", answers, times, ivf_s)
         print(f"{label}: list sizes p50 {np.median(sizes):.0f}, max {sizes.max()}", file=sys.stderr)
 
-    # -- int8 in memory ----------------------------------------------------------------------
+
+
+def int8_numpy(vectors, ids, mean, queries, truth, rows):
     started = time.perf_counter()
     centred = vectors - mean
     scale = np.abs(centred).max(axis=0) / 127  # per dimension: one outlier must not flatten the rest
@@ -219,16 +292,20 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(("int8 numpy + rescore 500", recall(answers, truth[: len(answers)]),
                  np.percentile(times, 50), np.percentile(times, 95), int8_s))
 
+
+
+def print_table(args, rows, base_times):
+    """The table (and what reruns it) on stdout."""
     base50, base95 = np.percentile(base_times, 50), np.percentile(base_times, 95)
-    print(f"\n{args.n:,} vectors, {len(queries)} queries; numpy float32 exact: p50 {base50:.1f} ms, p95 {base95:.1f} ms")
+    print(f"\n{args.n:,} vectors, {args.queries} queries; numpy float32 exact: p50 {base50:.1f} ms, p95 {base95:.1f} ms")
     print(f"{'design':<28}{'recall@50':>10}{'p50 ms':>9}{'p50 x':>7}{'p95 ms':>9}{'p95 x':>7}{'build s':>9}  target")
     for name, rec, p50, p95, build in rows:
         ok = rec >= 0.95 and p50 <= 0.35 * base50 and p95 <= 0.6 * base95
         print(f"{name:<28}{rec:>10.3f}{p50:>9.1f}{p50 / base50:>7.2f}{p95:>9.1f}{p95 / base95:>7.2f}{build:>9.1f}"
               f"  {'met' if ok else 'missed'}")
-    print(f"\nrerun: .venv/bin/python bench/ann_bench.py --real-db {args.real_db} --queries-from {args.queries_from} "
-          f"--n {args.n} --queries {args.queries}")
-    return 0
+    source = f"--queries-npy {args.queries_npy}" if args.queries_npy else f"--queries-from {args.queries_from}"
+    print(f"\nrerun: .venv/bin/python bench/ann_bench.py --real-db {args.real_db} {source} "
+          f"--n {args.n} --queries {args.queries} --designs {args.designs} --rescore {args.rescore}")
 
 
 if __name__ == "__main__":

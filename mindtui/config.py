@@ -80,6 +80,10 @@ class RrfWeights:
 class SearchSettings:
     candidate_pool: int = setting(low=1, high=10_000)
     min_cosine: float = setting(low=-1.0, high=1.0)
+    ann_min_vectors: int = setting(low=1)
+    ann_rescore: int = setting(low=1, high=100_000)
+    ann_recall_sample: int = setting(low=0, high=10_000)
+    ann_recall_floor: float = setting(low=0.0, high=1.0)
     fusion: str = setting(choices=("convex", "rrf"))
     convex_normalisation: str = setting(choices=("zscore", "minmax"))
     rrf_k: float = setting(above=0.0)

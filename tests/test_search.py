@@ -16,6 +16,7 @@ from mindtui.models.files import ModelUnavailableError
 from mindtui.models.sweep import run_embed_sweep
 from mindtui.search.engine import SearchEngine, SearchOptions
 from mindtui.search.query import parse_query
+from mindtui.store import vectors as vector_store
 
 from conftest import result_paths as paths
 from conftest import imported
@@ -233,18 +234,21 @@ def test_unfiltered_and_filtered_full_text_paths_rank_alike(stemming_vault):
     assert [h.score for h in fast] == pytest.approx([h.score for h in joined])
 
 
-def test_a_narrow_filter_keeps_its_vector_pool(vault, db_path):
+@pytest.mark.parametrize("ann_min_vectors", [10**9, 10])  # the exact scan; the code index
+def test_a_narrow_filter_keeps_its_vector_pool(vault, db_path, ann_min_vectors):
     """A type filter matching 0.5 % of the notes goes into the vector query (candidate ids), so the
-    vector list holds every matching note, as an unfiltered list holds its pool (issue 3.2)."""
+    vector list holds every matching note, as an unfiltered list holds its pool (issue 3.2), over
+    the exact scan or the code index."""
     for i in range(400):
         vault.write(f"Alltag/N{i:03d}.md", f"Notiz {i} über den Alltag und anderes.\n")
     vault.write("Selten/A.md", "---\ntype: selten\n---\nEine seltene Notiz über Kometen.\n")
     vault.write("Selten/B.md", "---\ntype: selten\n---\nNoch eine seltene Notiz über Meteore.\n")
     fake = DeterministicFakeEmbedder()
     settings = load_settings(overrides={"search": {"min_cosine": -1.0, "candidate_pool": 2,
-                                                   "graph_expansion": False}})
+                                                   "graph_expansion": False, "ann_min_vectors": ann_min_vectors}})
     with imported(db_path, vault.root) as conn:
         run_embed_sweep(conn, fake, batch_size=64)
+        vector_store.code_index_upkeep(conn, settings.search, fake.model_id)
         engine = SearchEngine(conn, settings, ModelsFromCallables(embedder=lambda: fake))
         unfiltered = engine.search("Sterne am Himmel", SearchOptions(mode="vector", log=False, limit=2))
         filtered = engine.search("Sterne am Himmel", SearchOptions(mode="vector", log=False, limit=2,

@@ -23,6 +23,7 @@ from mindtui.jobs.lock import WATCH_JOB, JobLock
 from mindtui.progress import NEVER_CANCELLED, CancelToken, StepProgress
 from mindtui.store import jobs as job_store
 from mindtui.store import open_database
+from mindtui.store.vectors import use_code_index
 from mindtui.store.batch import rollback_open_transaction
 from mindtui.store.connection import DatabaseReadOnlyError
 from mindtui.store.failures import store_errors, store_failure
@@ -223,11 +224,24 @@ def gaps_step(ctx: StepContext) -> dict:
 
 
 def maintain_step(ctx: StepContext) -> dict:
-    """The full-text indexes' segments merged and the planner's statistics refreshed (last, once
+    """The vector code index built or checked (its recall sampled, see vectors.code_index_upkeep),
+    the full-text indexes' segments merged and the planner's statistics refreshed (last, once
     the other steps have written)."""
     from mindtui.store.maintenance import optimize
+    from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
+    from mindtui.store.vectors import code_index_upkeep
 
-    return optimize(ctx.conn)
+    report = {"vector_index": code_index_upkeep(ctx.conn, ctx.settings.search, get_meta(ctx.conn, EMBEDDING_MODEL_KEY))}
+    return {**report, **optimize(ctx.conn)}
+
+
+def vector_index_step(ctx: StepContext) -> dict:
+    """The vector code index fitted again and rebuilt now, whatever the number of vectors (on
+    request only: `--steps vector_index`; the nightly's maintain step builds and checks it)."""
+    from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
+    from mindtui.store.vectors import code_index_upkeep
+
+    return code_index_upkeep(ctx.conn, ctx.settings.search, get_meta(ctx.conn, EMBEDDING_MODEL_KEY), refit=True)
 
 
 # What each step imports when it runs: a warm job child (`--when-told`) imports them while it waits.
@@ -249,7 +263,8 @@ def preload(steps: list[str]) -> None:
 
 
 STEPS: dict[str, Step] = {"import": import_step, "embed": embed_step, "graph": graph_step,
-                          "consolidate": consolidate_step, "gaps": gaps_step, "maintain": maintain_step}
+                          "consolidate": consolidate_step, "gaps": gaps_step, "maintain": maintain_step,
+                          "vector_index": vector_index_step}
 JOBS: dict[str, list[str]] = {"nightly": ["import", "embed", "graph", "consolidate", "gaps", "maintain"],
                               "index": ["import"],
                               "embed": ["embed"], "graph": ["graph"], "knowledge": ["consolidate", "gaps"],
@@ -362,6 +377,7 @@ def _run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
     with JobLock(db_path, job, settings.jobs.wait_for_watch_s):
         conn = open_database(db_path, busy_timeout_ms=settings.database.busy_timeout_ms)
         try:
+            use_code_index(conn, settings.search)  # the graph step's suggestions search vectors too
             job_store.mark_interrupted(conn)
             if settings.retention.job_runs_days:
                 job_store.prune_runs(conn, _days_ago(settings.retention.job_runs_days))

@@ -134,6 +134,7 @@ class SearchEngine:
         self.options = settings.search
         self.models = models
         self.audience = audience_of(conn)
+        vector_store.use_code_index(conn, settings.search)
         self._title_cache: tuple[int, TitleKeys] | None = None
         self._last_lists: dict[str, list[tuple[str, float]]] = {}  # the notes' candidate lists of the last search
         self.memory = UsageMemory(conn, settings)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime
+import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import apsw
 import numpy as np
 
+from mindtui.store import ann, vector_codes
 from mindtui.store.visibility import model_readable
 
 VECTOR_DIM = 384  # fixed by migration 0002's vec0 column
@@ -78,37 +80,52 @@ def chunk_coverage(conn: apsw.Connection, model_id: str) -> dict[str, int]:
 
 
 def insert_vectors(conn: apsw.Connection, model_id: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
-    """Store one batch; the caller wraps it in a transaction."""
+    """Store one batch, and its codes when the code index is built; the caller wraps it in a
+    transaction (a kill leaves both or neither)."""
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    ids = []
     for content_hash, vector in zip(hashes, vectors):
         conn.execute(
             "INSERT INTO embeddings (model_id, content_hash, dim, created_at) VALUES (?, ?, ?, ?)",
             (model_id, content_hash, int(vector.shape[0]), now),
         )
+        ids.append(conn.last_insert_rowid())
         conn.execute(
             "INSERT INTO vec_chunks (rowid, embedding) VALUES (?, ?)",
-            (conn.last_insert_rowid(), np.asarray(vector, dtype=np.float32).tobytes()),
+            (ids[-1], np.asarray(vector, dtype=np.float32).tobytes()),
         )
+    if ids:
+        vector_codes.add(conn, ids, np.asarray(vectors, dtype=np.float32)[: len(ids)])
 
 
 def models_with_vectors(conn: apsw.Connection) -> dict[str, int]:
     return dict(conn.execute("SELECT model_id, count(*) FROM embeddings GROUP BY model_id").fetchall())
 
 
+def _delete_embeddings(conn: apsw.Connection, where: str, args: Sequence) -> int:
+    """Delete embeddings (their vec_chunks rows go by trigger) and their codes, in one savepoint."""
+    with conn:
+        ids = [row[0] for row in conn.execute(f"SELECT embedding_id FROM embeddings WHERE {where}", args)]
+        if not ids:
+            return 0
+        conn.execute(f"DELETE FROM embeddings WHERE {where}", args)
+        vector_codes.remove(conn, ids)
+        return len(ids)
+
+
 def delete_other_models(conn: apsw.Connection, model_id: str) -> int:
-    conn.execute("DELETE FROM embeddings WHERE model_id != ?", (model_id,))
-    return conn.changes()
+    params = vector_codes.load_params(conn)
+    if params is not None and params.model_id != model_id:
+        vector_codes.drop(conn)  # fitted to another model's vectors: the next nightly builds it again
+    return _delete_embeddings(conn, "model_id != ?", (model_id,))
 
 
 def delete_orphans(conn: apsw.Connection, model_id: str) -> int:
     """Vectors whose text no longer belongs to any chunk or current knowledge item that may be embedded."""
-    conn.execute(
-        "DELETE FROM embeddings WHERE model_id = ? AND content_hash NOT IN ("
+    return _delete_embeddings(
+        conn, "model_id = ? AND content_hash NOT IN ("
         f" SELECT c.content_hash FROM chunks c JOIN notes n ON n.note_id = c.note_id WHERE {model_readable('n')})"
-        f" AND content_hash NOT IN (SELECT i.content_hash FROM ({_EMBEDDABLE_ITEMS}) i)",
-        (model_id,),
-    )
-    return conn.changes()
+        f" AND content_hash NOT IN (SELECT i.content_hash FROM ({_EMBEDDABLE_ITEMS}) i)", (model_id,))
 
 
 @dataclass(frozen=True)
@@ -120,7 +137,24 @@ class VectorHit:
 MAX_K = 4096  # sqlite-vec's limit on `k`
 
 
+def use_code_index(conn: apsw.Connection, search_settings) -> None:
+    """This connection's searches use the code index from search.ann_min_vectors vectors on,
+    rescoring search.ann_rescore candidates (config/mindtui.yaml); an unconfigured connection
+    always scans exactly."""
+    ann.configure(conn, search_settings.ann_min_vectors, search_settings.ann_rescore)
+
+
 def knn(conn: apsw.Connection, query: np.ndarray, k: int) -> list[VectorHit]:
+    """The `k` nearest vectors: over the code index above search.ann_min_vectors (see ann.py),
+    else the exact sqlite-vec scan."""
+    index = ann.index_for(conn)
+    if index is not None:
+        pool = max(ann.settings_of(conn).rescore, 2 * int(k))
+        return [VectorHit(i, d) for i, d in ann.rescored(conn, ann.candidates(index, query, pool), query, int(k))]
+    return exact_knn(conn, query, k)
+
+
+def exact_knn(conn: apsw.Connection, query: np.ndarray, k: int) -> list[VectorHit]:
     rows = conn.execute(
         "SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
         (np.asarray(query, dtype=np.float32).tobytes(), min(int(k), MAX_K)),
@@ -130,10 +164,40 @@ def knn(conn: apsw.Connection, query: np.ndarray, k: int) -> list[VectorHit]:
 
 def knn_within(conn: apsw.Connection, query: np.ndarray, k: int, allowed: tuple[str, Sequence] | None = None
                ) -> list[VectorHit]:
-    """The KNN over only the vectors whose rowids `allowed` (SQL of a subquery, its arguments)
-    returns; by default those of chunks the connection sees (an agent's hides its notes) that a
-    model may read."""
-    sql, args = allowed or (READABLE_CHUNK_VECTORS, ())
+    """The KNN over only the vectors whose rowids `allowed` (SQL of a subquery selecting a column
+    embedding_id, its arguments) returns; by default those of chunks the connection sees (an
+    agent's hides its notes) that a model may read.
+
+    Over the code index: the best candidates, of which only those the subquery admits count
+    (the subquery checks just them), twice as many each round until the admitted fill the pool
+    an unfiltered search rescores; a filter narrower than that after ANN_WIDENINGS doublings (few
+    vectors pass it) has its ids read whole and only their codes scanned. (sqlite-vec's exact
+    `rowid IN` scan is no way out at that size: 1.2-5 s for 5,000 admitted ids of a million,
+    slower than its full scan.)"""
+    allowed = allowed or (READABLE_CHUNK_VECTORS, ())
+    index = ann.index_for(conn)
+    if index is not None:
+        pool = max(ann.settings_of(conn).rescore, 2 * int(k))
+        count = pool
+        for _ in range(ANN_WIDENINGS + 1):
+            found = ann.candidates(index, query, count)
+            passing = vector_codes.admitted(conn, found, allowed)
+            kept = np.array([i for i in found if int(i) in passing], dtype=np.int64)
+            if len(kept) >= pool or len(found) < count:  # the pool is full, or every vector was looked at
+                return [VectorHit(i, d) for i, d in ann.rescored(conn, kept[:pool], query, int(k))]
+            count *= 2
+        few = np.array(sorted(vector_codes.admitted_all(conn, allowed)), dtype=np.int64)
+        return [VectorHit(i, d) for i, d in ann.rescored(conn, ann.candidates_among(index, query, few, pool),
+                                                         query, int(k))]
+    return exact_knn_within(conn, query, k, allowed)
+
+
+ANN_WIDENINGS = 4  # a filter admitting less than 1/16 of the vectors near the query: its own ids' codes
+
+
+def exact_knn_within(conn: apsw.Connection, query: np.ndarray, k: int, allowed: tuple[str, Sequence]
+                     ) -> list[VectorHit]:
+    sql, args = allowed
     rows = conn.execute(
         f"SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? AND rowid IN ({sql})"
         " ORDER BY distance", (np.asarray(query, dtype=np.float32).tobytes(), min(int(k), MAX_K), *args))
@@ -161,3 +225,65 @@ def knn_refilled(conn: apsw.Connection, query: np.ndarray, k: int, enough: Calla
         if enough(hits) or len(hits) < min(k, MAX_K) or k >= MAX_K:
             return hits
         k *= 2
+
+
+RECALL_AT = 50
+
+
+def code_index_upkeep(conn: apsw.Connection, search_settings, model_id: str | None, refit: bool = False) -> dict:
+    """The nightly's care of the code index: built once the vectors reach search.ann_min_vectors
+    (or on request: `refit`), its recall@50 against the exact scan sampled on the owner's queries
+    (search.ann_recall_sample of them), fitted again when that falls below search.ann_recall_floor.
+    Between builds every insert and delete keeps it current (insert_vectors, _delete_embeddings)."""
+    if not model_id:
+        return {"vector_index": "no vectors"}
+    params = vector_codes.load_params(conn)
+    count = models_with_vectors(conn).get(model_id, 0)
+    report: dict = {"vectors": count}
+    if refit or (params is None and count >= search_settings.ann_min_vectors) or (
+            params is not None and params.model_id != model_id):
+        started = time.monotonic()
+        params = vector_codes.build(conn, model_id)
+        report["built_s"] = round(time.monotonic() - started, 2)
+    if params is None:
+        report["vector_index"] = "exact scan (fewer vectors than search.ann_min_vectors)"
+        return report
+    report["vector_index"] = "codes"
+    measured = _sampled_recall(conn, search_settings, model_id)
+    if measured is not None and measured[0] < search_settings.ann_recall_floor and "built_s" not in report:
+        report["refit_for_recall"] = measured[0]
+        vector_codes.build(conn, model_id)
+        measured = _sampled_recall(conn, search_settings, model_id)
+    if measured is not None:
+        report["recall_at_50"] = round(measured[0], 4)
+    return report
+
+
+def _sampled_recall(conn: apsw.Connection, search_settings, model_id: str) -> tuple[float, int] | None:
+    source, queries = vector_codes.sample_queries(conn, model_id, search_settings.ann_recall_sample)
+    if not queries:
+        return None
+    chosen = ann.settings_of(conn)
+    ann.configure(conn, 1, search_settings.ann_rescore)  # the index whatever its size: its recall is asked
+    try:
+        shares = []
+        for query in queries:
+            exact = {h.embedding_id for h in exact_knn(conn, query, RECALL_AT)}
+            shares.append(len(exact & {h.embedding_id for h in knn(conn, query, RECALL_AT)}) / max(1, len(exact)))
+    finally:
+        if chosen is None:
+            ann.forget(conn)
+        else:
+            ann.configure(conn, chosen.min_vectors, chosen.rescore)
+    recall = float(np.mean(shares))
+    vector_codes.save_recall(conn, recall, len(queries), source)
+    return recall, len(queries)
+
+
+def code_index_status(conn: apsw.Connection) -> dict:
+    """For the owner's status: how many vectors are coded, the fit, the sampled recall."""
+    params = vector_codes.load_params(conn)
+    if params is None:
+        return {"built": False}
+    return {"built": True, "model": params.model_id, "fitted_at": params.fitted_at,
+            "vectors_coded": vector_codes.coded_count(conn), "recall": vector_codes.load_recall(conn)}
