@@ -125,11 +125,9 @@ def test_incremental_equals_clean(vault, db_path, tmp_path):
     fresh = tmp_path / "fresh.db"
     run_import(fresh, vault.root)
     (fresh_id,) = query(fresh, "SELECT note_id FROM notes WHERE path = 'Archiv/Suche alt.md'")[0]
-    # The link-names fingerprint hashes the note ids, the kept one among them: compared apart.
-    renamed = {table: sorted(repr(row).replace(old_id, fresh_id) for row in rows if row[0] != "link_names")
+    renamed = {table: sorted(repr(row).replace(old_id, fresh_id) for row in rows)
                for table, rows in dump_database(db_path).items()}
-    assert renamed == {table: sorted(repr(row) for row in rows if row[0] != "link_names")
-                       for table, rows in dump_database(fresh).items()}
+    assert renamed == {table: sorted(repr(row) for row in rows) for table, rows in dump_database(fresh).items()}
     # the deleted note took its chunks and edges; links to it are unresolved now
     assert query(db_path, "SELECT count(*) FROM notes WHERE path = 'Konzepte/TF-IDF.md'")[0][0] == 0
     assert ("TF-IDF", "missing") in query(db_path, "SELECT target_raw, reason FROM unresolved_links")
