@@ -1,4 +1,4 @@
-"""The vector code index's pages (migration 0012): int8 codes of every vector of vec_chunks, kept
+"""The vector code index's pages (migration 0013): int8 codes of every vector of vec_chunks, kept
 in the same transaction as the vectors themselves.
 
 A code is the vector less the corpus mean, divided per dimension by 4 standard deviations / 127,

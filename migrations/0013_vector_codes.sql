@@ -1,4 +1,4 @@
--- 0012: the vector code index (issue 3.2): every vector of vec_chunks as int8 codes of the vector
+-- 0013: the vector code index (issue 3.2): every vector of vec_chunks as int8 codes of the vector
 -- less the corpus mean, scaled per dimension, in pages of 4,096 embedding ids (embedding_id >> 12).
 -- A search scans the codes in memory, exactly, and rescores the best few hundred by their float
 -- vectors: at a million chunks far faster than sqlite-vec's float scan, with the same top 50 on
