@@ -30,6 +30,7 @@ from mindtui.service import (
     JobLockedError, MindtuiError, NoteNotFound, NotAllowed, OperationFailed, SearchOptions, Service,
     compare_eval_reports, format_eval_report, format_graph_stats, store_failure,
 )
+from mindtui.service.job_process import discard_job_config
 
 # The first matching kind names the exit code (subclasses before their bases).
 EXIT_CODES = ((JobLockedError, EXIT_LOCKED), (DatabaseError, EXIT_DATABASE), (ConfigError, EXIT_CONFIG),
@@ -451,7 +452,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     db_path = getattr(args, "db", None)
     try:
-        settings = load_settings().with_overrides(db=str(args.db) if args.db else None)
+        try:
+            settings = load_settings().with_overrides(db=str(args.db) if args.db else None)
+        finally:
+            if args.job:  # a job child: the settings file its parent wrote for it is read, so gone
+                discard_job_config(os.environ)
         db_path = settings.db_path
         if args.budget is not None:  # one setting carries it to the step (and to a job's child process)
             settings = settings.with_values({"jobs": {"embed_budget_s": args.budget}}, "--budget")
