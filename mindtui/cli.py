@@ -30,6 +30,7 @@ from mindtui.service import (
     JobLockedError, MindtuiError, NoteNotFound, NotAllowed, OperationFailed, SearchOptions, Service,
     compare_eval_reports, format_eval_report, format_graph_stats, store_failure,
 )
+from mindtui.service.job_process import discard_job_config
 
 # The first matching kind names the exit code (subclasses before their bases).
 EXIT_CODES = ((JobLockedError, EXIT_LOCKED), (DatabaseError, EXIT_DATABASE), (ConfigError, EXIT_CONFIG),
@@ -188,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--max-queries", type=int, help="BEIR: only the first N judged queries")
     evaluate.add_argument("--sample", type=int, help="links: a seeded random sample of N linking notes")
     evaluate.add_argument("--split", default="test", help="BEIR: the qrels split (default test)")
-    evaluate.add_argument("--seed", type=int, help="repeat: the seed of the seen/control split (default 22)")
+    evaluate.add_argument("--seed", type=int, help="repeat: the seed of the seen/control split (default: a fixed one, which the report names)")
     evaluate.add_argument("--scratch", type=Path, help="where scratch indexes live (default <data dir>/eval)")
     evaluate.add_argument("--scratch-db", type=Path,
                           help="the scratch index file to use (new, or one made by eval; never your database)")
@@ -448,10 +449,17 @@ def _wants_tui(args: argparse.Namespace) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.when_told and not args.job:
+        parser.error("--when-told needs --job NAME: it makes a job's child wait to be told to run it")  # exit 2
     db_path = getattr(args, "db", None)
     try:
-        settings = load_settings().with_overrides(db=str(args.db) if args.db else None)
+        try:
+            settings = load_settings().with_overrides(db=str(args.db) if args.db else None)
+        finally:
+            if args.job:  # a job child: the settings file its parent wrote for it is read, so gone
+                discard_job_config(os.environ)
         db_path = settings.db_path
         if args.budget is not None:  # one setting carries it to the step (and to a job's child process)
             settings = settings.with_values({"jobs": {"embed_budget_s": args.budget}}, "--budget")

@@ -87,6 +87,13 @@ def test_usage_error_is_exit_2(capsys):
     assert exit_info.value.code == 2
 
 
+def test_when_told_without_a_job_is_a_usage_error(capsys, db_path):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--db", str(db_path), "--when-told", "status"])
+    assert exit_info.value.code == 2
+    assert "--when-told needs --job" in capsys.readouterr().err
+
+
 def test_index_json_report(sample_vault, db_path):
     sample_vault.write_bytes("Leer.md", b"")  # the sample vault imports cleanly: one warning to report
     done = subprocess.run([sys.executable, "-m", "mindtui", "index", str(sample_vault.root), "--db", str(db_path),

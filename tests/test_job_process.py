@@ -16,12 +16,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from test_watch import wait_until
 
-from mindtui.config import load_settings
+from mindtui.config import CONFIG_FILE_ENV, load_settings
 from mindtui.console import JsonProgress, summary_report
 from mindtui.locations import bundled_config_file
 from mindtui.service import Audience, NotAllowed, Service
-from mindtui.service.job_process import parse_line
+from mindtui.service.job_process import JobProcess, discard_job_config, parse_line
 from mindtui.store import jobs as job_store
 from mindtui.store import open_database
 
@@ -204,3 +205,20 @@ def test_lines_that_are_not_events_become_log_events():
                                                                    "text": "Traceback (most recent call last):"}
     assert parse_line('{"not": "an event"}') == {"event": "log", "text": '{"not": "an event"}'}
     assert parse_line("{broken") == {"event": "log", "text": "{broken"}
+
+
+def test_a_waiting_child_deletes_its_settings_file_once_read(db_path, vault, tmp_path):
+    # A parent killed while its warm child waits would otherwise leave the user's settings in /tmp.
+    with owner(db_path) as service:
+        job = JobProcess(service.settings, "index", vault=vault.root, when_told=True)
+        config = job._config
+        try:
+            wait_until(lambda: not config.exists(), "the child to delete its settings file")
+            assert job.running  # still waiting to be told
+        finally:
+            job.dismiss()
+        assert job.wait(WAIT).ok and job.wait().result is None  # dismissed: the parent's delete found it gone
+    mine = tmp_path / "mindtui-job-mine.yaml"  # a user's own config file, even named so, stays
+    mine.write_text("search:\n  default_limit: 7\n", encoding="utf-8")
+    discard_job_config({CONFIG_FILE_ENV: str(mine)})
+    assert mine.exists()

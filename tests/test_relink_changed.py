@@ -2,7 +2,8 @@
 refreshes only the anchor rows of notes whose incoming references may have changed, and ends in
 exactly the database a run that re-resolves every link and refreshes every anchor row gives: for
 an edit, an addition, a rename and a deletion, with links that become resolved, broken or
-ambiguous on the way."""
+ambiguous on the way; a case-only rename, a move into an excluded folder and a `private: true`
+toggle."""
 
 from __future__ import annotations
 
@@ -53,11 +54,14 @@ def changes(vault):
     ]
 
 
-def test_a_run_relinking_only_what_changed_equals_one_relinking_everything(vault, db_path, tmp_path):
+def compare_with_relinking_everything(vault, db_path, tmp_path, steps, relinks_all: frozenset = frozenset()) -> None:
+    """Apply each change, import, and compare with the same database brought forward by an
+    import that relinks every note. relinks_all: the changes that make the import relink every
+    note itself (what is not indexed changed)."""
     write_vault(vault)
     run_import(db_path, vault.root)
     full = tmp_path / "full.db"
-    for what, change in changes(vault):
+    for what, change in steps:
         shutil.copy(db_path, full)  # the same database, brought forward by an import that relinks all
         change()
         limited = run_import(db_path, vault.root)
@@ -68,10 +72,17 @@ def test_a_run_relinking_only_what_changed_equals_one_relinking_everything(vault
             conn.close()
         everything = run_import(full, vault.root)
         assert everything.notes_relink_checked > UNRELATED, what  # it did look at every note
-        assert limited.notes_relink_checked < 10, (what, limited.notes_relink_checked)
+        if what in relinks_all:
+            assert limited.notes_relink_checked > UNRELATED, (what, limited.notes_relink_checked)
+        else:
+            assert limited.notes_relink_checked < 10, (what, limited.notes_relink_checked)
         assert limited.notes_relinked == everything.notes_relinked, what
         assert dump_database(db_path) == dump_database(full), what
         assert anchor_rows(db_path) == anchor_rows(full), what
+
+
+def test_a_run_relinking_only_what_changed_equals_one_relinking_everything(vault, db_path, tmp_path):
+    compare_with_relinking_everything(vault, db_path, tmp_path, changes(vault))
     conn = open_database(db_path)
     try:
         links = dict(conn.execute(
@@ -82,6 +93,30 @@ def test_a_run_relinking_only_what_changed_equals_one_relinking_everything(vault
     # What the changes did to Hub's links, so the comparison above covered them.
     assert links == {"Target": "resolved", "Later": "resolved", "Gone": "missing", "Twin": "resolved",
                      "Folder/Moved": "missing"}
+
+
+def test_case_renames_excluded_moves_and_privacy_toggles_equal_relinking_everything(vault, db_path, tmp_path):
+    private_target = "---\naliases: [Goal]\nprivate: true\n---\n# Target\n\nThe target links [[Hub]].\n"
+    public_target = "---\naliases: [Goal]\n---\n# Target\n\nThe target links [[Hub]] again.\n"
+    steps = [
+        ("a case-only rename", lambda: vault.rename("Folder/Moved.md", "Folder/moved.md")),
+        ("a case-only rename of a linked file name", lambda: vault.rename("Target.md", "TARGET.md")),
+        ("a move into an excluded folder", lambda: vault.rename("A/Twin.md", "Templates/Twin.md")),
+        ("private: true", lambda: vault.write("TARGET.md", private_target)),
+        ("private toggled back", lambda: vault.write("TARGET.md", public_target)),
+    ]
+    compare_with_relinking_everything(vault, db_path, tmp_path, steps,
+                                      relinks_all=frozenset({"a move into an excluded folder"}))
+    conn = open_database(db_path)
+    try:
+        links = dict(conn.execute(
+            "SELECT target_path, resolution FROM note_links l JOIN notes n USING (note_id)"
+            " WHERE n.path = 'Hub.md'").fetchall())
+        (private,) = conn.execute("SELECT private FROM notes WHERE path = 'TARGET.md'").fetchone()
+    finally:
+        conn.close()
+    assert links["Twin"] == "out_of_corpus" and links["Target"] == "resolved", links  # what the comparison covered
+    assert not private
 
 
 def test_an_import_stopped_before_its_relink_makes_the_next_relink_everything(vault, db_path):

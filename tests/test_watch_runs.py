@@ -14,7 +14,7 @@ from test_watch import WAIT_S, fts_paths, live, start_watching, wait_until, watc
 from mindtui.config import load_settings
 from mindtui.errors import JobLockedError
 from mindtui.jobs import lock as lock_module
-from mindtui.jobs.lock import JobLock
+from mindtui.jobs.lock import WATCH_JOB, JobLock
 from mindtui.jobs.runner import run_job
 from mindtui.store import open_database
 from mindtui.store.notes import note_count
@@ -92,6 +92,7 @@ def test_a_holder_that_has_not_written_its_name_yet_is_read_again(db_path, monke
     reads = []
     read = lock_module._holder
     monkeypatch.setattr(lock_module, "_holder", lambda fd: reads.append(1) or read(fd))
+    monkeypatch.setattr(lock_module, "BUSY_GRACE_S", WAIT_S)  # a loaded box: the waits below are on conditions only
     path = str(db_path) + ".lock"
     db_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -116,3 +117,15 @@ def test_a_holder_that_has_not_written_its_name_yet_is_read_again(db_path, monke
         os.close(fd)
         thread.join(WAIT_S)
     assert outcome == ["acquired"]
+
+
+def test_a_shorter_holder_name_replaces_a_longer_one_whole(db_path, monkeypatch):
+    seen = []
+    write = os.pwrite
+    monkeypatch.setattr(os, "pwrite", lambda fd, data, offset: (write(fd, data, offset), seen.append(
+        lock_module._holder(fd)))[0])  # what a reader finds right after the write
+    with JobLock(db_path, "a-long-nightly-name"):
+        pass
+    with JobLock(db_path, WATCH_JOB):
+        pass
+    assert seen == [(str(os.getpid()), "a-long-nightly-name"), (str(os.getpid()), WATCH_JOB)], seen

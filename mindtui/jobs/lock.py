@@ -33,11 +33,14 @@ __all__ = ["JobLock", "JobLockedError", "WATCH_JOB"]
 WATCH_JOB = "watch"  # the live vault's import job: short, so others wait for it
 _WAIT_STEP_S = 0.05
 BUSY_GRACE_S = 0.5  # a holder not named yet, or a look at the lock: it is taken again this long
+# The holder's name fills this many bytes (padded with spaces, which readers strip): one write
+# replaces a longer name whole, so no reader sees a mix of two ("999 watchghtly").
+NAME_WIDTH = 64
 
 
 def _holder(fd: int) -> tuple[str, str]:
     """(pid, job) as the holder wrote them; empty strings before it has."""
-    pid, _, job = os.pread(fd, 64, 0).decode("ascii", "replace").strip().partition(" ")
+    pid, _, job = os.pread(fd, NAME_WIDTH, 0).decode("ascii", "replace").strip().partition(" ")
     return pid, job
 
 
@@ -93,9 +96,9 @@ class JobLock:
                     f"(pid {pid or 'unknown'}, lock {self.path}); try again when it has finished"
                 ) from None
         try:
-            name = f"{os.getpid()} {self.job}".encode("ascii", "replace")
-            os.pwrite(fd, name, 0)  # then cut what a longer name left: the file is never empty again
-            os.ftruncate(fd, len(name))
+            name = f"{os.getpid()} {self.job}".encode("ascii", "replace")[:NAME_WIDTH].ljust(NAME_WIDTH)
+            os.pwrite(fd, name, 0)  # the file is never empty again, nor a mix of two names
+            os.ftruncate(fd, NAME_WIDTH)  # what a longer file of an older version left
         except OSError as exc:  # a full disk: the job could not write anything either
             os.close(fd)
             raise self._failure(exc) from exc

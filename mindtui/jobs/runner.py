@@ -67,11 +67,13 @@ Step = Callable[[StepContext], dict]
 
 
 class ImportBudget(CancelToken):
-    """The job's cancel, or the import's time (jobs.import_budget_s) spent. It is spent only once
-    the import has asked FREE_CHECKS times (about one write batch): a run whose reading and parsing
-    alone outlast the budget still writes a batch, so run after run moves on."""
+    """The job's cancel, or the import's time (jobs.import_budget_s) spent. Reading and parsing
+    the changed files stop once the time is spent (`reading_spent`: the files not reached wait
+    for the next run), and so does writing, between two notes. Each is spent only after
+    FREE_NOTES files (about one write batch): a run whose first reads alone outlast the budget
+    still parses and writes a batch, so run after run moves on."""
 
-    FREE_CHECKS = 100
+    FREE_NOTES = 100
 
     def __init__(self, outer: CancelToken, seconds: float) -> None:
         super().__init__()
@@ -81,12 +83,16 @@ class ImportBudget(CancelToken):
 
     @property
     def spent(self) -> bool:
-        return self._checks > self.FREE_CHECKS and time.monotonic() >= self.deadline
+        return time.monotonic() >= self.deadline
+
+    def reading_spent(self, parsed: int) -> bool:
+        """Whether the import stops reading changed files, `parsed` of them parsed so far."""
+        return parsed >= self.FREE_NOTES and self.spent
 
     @property
     def cancelled(self) -> bool:
         self._checks += 1
-        return self.outer.cancelled or self.spent
+        return self.outer.cancelled or (self._checks > self.FREE_NOTES and self.spent)
 
     def check(self) -> None:
         self.outer.check()
@@ -107,7 +113,8 @@ def import_step(ctx: StepContext) -> dict:
     importer = VaultImporter(
         ctx.conn, ctx.need_vault(), load_type_registry(ctx.settings.types_file), ctx.settings,
         progress=lambda done, total, path: ctx.report_progress(done, total, path),
-        cancel=budget or ctx.cancel, allow_mass_delete=ctx.allow_mass_delete)
+        cancel=budget or ctx.cancel, allow_mass_delete=ctx.allow_mass_delete,
+        reading_spent=budget.reading_spent if budget else None)
     try:
         report = importer.run().as_dict()
     except Cancelled:

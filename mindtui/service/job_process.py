@@ -9,7 +9,7 @@ child has exited, one last event `{"event": "exit", ...}` carries the outcome.
 
 The child sees exactly this process's settings: the values the user chose (file, environment,
 overrides made in code with `Settings.with_values`) are written to a private temporary config
-file (`MINDTUI_CONFIG_FILE`) and the MINDTUI_* variables are not passed on. Only those: the
+file (`MINDTUI_CONFIG_FILE`; the child deletes it once read) and the MINDTUI_* variables are not passed on. Only those: the
 child takes defaults from the bundled file and learnt values from the database itself, so a
 learnt value stays learnt there (the nightly fit may replace it) instead of looking user-set. It runs in its own session, so a Ctrl-C or hang-up
 meant for the terminal does not reach it: stop it with `cancel()`.
@@ -29,7 +29,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping
 
 import yaml
 
@@ -273,13 +273,30 @@ def _lower_priority(pid: int, nice: int) -> None:
         return
 
 
+_CONFIG_PREFIX, _CONFIG_SUFFIX = "mindtui-job-", ".yaml"
+
+
 def _write_config(settings: Settings) -> Path:
     """The user's chosen settings as a private config file for the child (mkstemp: readable by
-    this user only)."""
-    fd, name = tempfile.mkstemp(prefix="mindtui-job-", suffix=".yaml")
+    this user only). The child deletes it once read (`discard_job_config`), the parent when the
+    child has exited (if the child could not)."""
+    fd, name = tempfile.mkstemp(prefix=_CONFIG_PREFIX, suffix=_CONFIG_SUFFIX)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         yaml.safe_dump(settings.chosen_data(), handle, allow_unicode=True)
     return Path(name)
+
+
+def discard_job_config(env: Mapping[str, str]) -> None:
+    """In the child, its settings loaded: delete the config file a parent wrote for it, so a
+    parent killed while this child waits leaves no copy of the user's settings behind. Only such
+    a file (in the temp folder, named by `_write_config`): a user's own MINDTUI_CONFIG_FILE stays."""
+    name = env.get(CONFIG_FILE_ENV)
+    if not name:
+        return
+    path = Path(name)
+    if (path.parent == Path(tempfile.gettempdir()) and path.name.startswith(_CONFIG_PREFIX)
+            and path.name.endswith(_CONFIG_SUFFIX)):
+        path.unlink(missing_ok=True)
 
 
 def _child_env(config: Path) -> dict[str, str]:

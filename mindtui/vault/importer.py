@@ -1,7 +1,9 @@
 """Import a vault into the store: incremental, idempotent and crash-safe.
 
 Order of work:
-  scan -> decide what changed (size+mtime, then content hash) -> parse changed files ->
+  scan -> decide what changed (size+mtime, then content hash) -> parse changed files (a time
+  budget may stop this: the files not reached stay as they are, deletions wait, and the run
+  stops with Cancelled after writing what it parsed) ->
   keep notes under folders that could not be read -> match renames -> check the mass-delete
   guard -> settle note ids -> build the final name index -> (1) delete vanished notes ->
   (2) rewrite each changed note -> (3) re-resolve references of unchanged notes whose targets
@@ -23,11 +25,12 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Callable
 
 import apsw
 
 from mindtui.config import Settings
-from mindtui.errors import MassDeleteRefused
+from mindtui.errors import Cancelled, MassDeleteRefused
 from mindtui.progress import NEVER_CANCELLED, CancelToken, Progress, no_progress
 from mindtui.store import anchors as anchor_store
 from mindtui.store import edges as edge_store
@@ -58,7 +61,7 @@ __all__ = ["VaultImporter", "ImportReport"]
 class VaultImporter:
     def __init__(self, conn: apsw.Connection, vault: Path, registry: TypeRegistry, settings: Settings, *,
                  progress: Progress | None = None, cancel: CancelToken | None = None,
-                 allow_mass_delete: bool = False) -> None:
+                 allow_mass_delete: bool = False, reading_spent: Callable[[int], bool] | None = None) -> None:
         self.conn = conn
         self.vault = Path(vault)
         self.registry = registry
@@ -67,6 +70,8 @@ class VaultImporter:
         self.progress = progress or no_progress
         self.cancel = cancel or NEVER_CANCELLED
         self.allow_mass_delete = allow_mass_delete
+        # (files parsed so far) -> whether to stop reading: a time budget (jobs.ImportBudget).
+        self.reading_spent = reading_spent or (lambda parsed: False)
         self.report = ImportReport()
         self._anchored: set[str] | None = None  # the notes whose anchor rows this run refreshes (None: all)
 
@@ -120,11 +125,17 @@ class VaultImporter:
         unreadable: set[str] = set()
         kept: dict[str, note_store.NoteState] = {}  # cannot be read now: kept as they were, ids included
         files = {f.path: f for f in scan.files}
+        cut_short = False  # the budget stopped the reading: the files not reached are read next run
         for file in scan.files:
             state = states.get(file.path)
             current = state is not None and state.parsed_with == fingerprint
             if current and (state.size, state.mtime_ns) == (file.size, file.mtime_ns):
                 unchanged[file.path] = state
+                continue
+            cut_short = cut_short or self.reading_spent(len(parsed))
+            if cut_short:
+                if state is not None:  # as the database has it, until the run that reads it
+                    unchanged[file.path] = state
                 continue
             data = self._read(file)
             if data is None:
@@ -152,6 +163,9 @@ class VaultImporter:
         renames = self._renames(parsed, states, vanished)
         sources = {id(state) for state in renames.values()}
         vanished = [s for s in vanished if id(s) not in sources]
+        if cut_short:  # a vanished note may be renamed to a file not read yet: deleted by the run that ends
+            kept.update({s.path: s for s in vanished})
+            vanished = []
         refused = self._mass_delete_check(vanished, len(states), len(files))
         if refused:
             kept.update({s.path: s for s in vanished})
@@ -197,6 +211,8 @@ class VaultImporter:
                 self._write_note(parsed[path], ids[path], names, previous)
                 batches.item_done()
                 self.progress(done, total, path)
+        if cut_short:  # links, anchors and cards: the run that reads the rest (relink.mark_pending)
+            raise Cancelled("the import's time budget is spent; what it wrote is kept, the next run goes on")
         relinked_before = self.report.notes_relinked
         if self._anchored is not None:
             self._anchored |= note_store.resolved_targets(self.conn, written)
