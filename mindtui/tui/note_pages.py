@@ -236,6 +236,20 @@ class PagedMarkdown(ScrollView, can_focus=True):
             return Strip.blank(width, self.rich_style)
         return self._line(index).crop_extend(scroll_x, scroll_x + width, self.rich_style)
 
+    # Keys scroll at once, not animated: the scroll range grows while the note renders, and a
+    # grow in the middle of an animation dropped the Downs queued in it (3 Downs, 1 Up -> line 1).
+    def action_scroll_down(self) -> None:
+        self.scroll_to(y=self.scroll_target_y + 1, animate=False, immediate=True)
+
+    def action_scroll_up(self) -> None:
+        self.scroll_to(y=self.scroll_target_y - 1, animate=False, immediate=True)
+
+    def action_page_down(self) -> None:
+        self.scroll_to(y=self.scroll_target_y + self.scrollable_content_region.height, animate=False, immediate=True)
+
+    def action_page_up(self) -> None:
+        self.scroll_to(y=self.scroll_target_y - self.scrollable_content_region.height, animate=False, immediate=True)
+
     def action_follow(self, href: str) -> None:
         if href_target(href):
             self.post_message(self.LinkClicked(self, href))

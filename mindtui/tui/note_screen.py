@@ -158,8 +158,8 @@ class NoteScreen(ReportsWorkerErrors, Screen):
         self.query_one("#neighbours", Tree).show_root = False
         self.query_one("#note-pages").display = False
         self.watch(self.app, "vault_generation", self._vault_changed, init=False)
-        if self.app.pending_note:
-            self.post_message(self.Open(self.app.pending_note))
+        # The pending note is opened by on_screen_resume, which the first switch to the mode sends
+        # too (opened here as well, it loaded and rendered twice: keys in between were undone).
 
     def on_screen_resume(self) -> None:
         pending = self.app.pending_note
