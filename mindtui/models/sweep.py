@@ -24,6 +24,7 @@ from mindtui.errors import ModelUnavailableError
 from mindtui.progress import NEVER_CANCELLED, CancelToken, Progress, no_progress
 from mindtui.store import note_vectors as note_vector_store
 from mindtui.store import vectors as vector_store
+from mindtui.store.batch import immediate
 from mindtui.store.meta import EMBED_REMAINING_KEY, EMBEDDING_MODEL_KEY, get_meta, set_meta
 from mindtui.text.names import passage_text
 
@@ -91,7 +92,7 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
     first_vectors = _embed(embedder, model_id, first) if first else None  # the new model proves itself here
 
     others = {m: n for m, n in vector_store.models_with_vectors(conn).items() if m != model_id}
-    with conn:  # old vectors out, first batch in: one transaction
+    with immediate(conn):  # old vectors out, first batch in: one transaction (it reads before it writes)
         report.removed += vector_store.delete_other_models(conn, model_id)
         report.removed += vector_store.delete_orphans(conn, model_id)
         if get_meta(conn, EMBEDDING_MODEL_KEY) != model_id:

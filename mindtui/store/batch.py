@@ -73,7 +73,12 @@ def write_batches(conn: apsw.Connection, max_items: int = 100, max_seconds: floa
 def immediate(conn: apsw.Connection) -> Iterator[apsw.Connection]:
     """One transaction that reads before it writes. BEGIN IMMEDIATE takes the write lock first
     (waiting up to the busy timeout): a deferred transaction that read and then wants to write
-    fails at once with "database is locked" when another connection committed in between."""
+    fails at once with "database is locked" when another connection committed in between.
+    Inside a transaction already (a caller's), a savepoint of it: the caller's BEGIN decided the lock."""
+    if conn.in_transaction:
+        with conn:
+            yield conn
+        return
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn

@@ -18,6 +18,7 @@ from typing import Sequence
 import apsw
 import numpy as np
 
+from mindtui.store.batch import immediate
 from mindtui.store.vectors import MAX_K, VectorHit
 from mindtui.store.visibility import model_readable
 
@@ -66,7 +67,7 @@ def refresh_note_vectors(conn: apsw.Connection, model_id: str, until: float | No
         if until is not None and time.monotonic() > until:
             done["left"] = 1
             break
-        with conn:
+        with immediate(conn):  # it reads before it writes
             _refresh_page(conn, model_id, page, done)
     return done
 

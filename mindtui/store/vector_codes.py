@@ -27,6 +27,7 @@ from typing import Iterable, Sequence
 import apsw
 import numpy as np
 
+from mindtui.store.batch import immediate
 from mindtui.store.meta import get_meta, set_meta
 
 PAGE_BITS = 12  # 4,096 embedding ids a page
@@ -110,7 +111,7 @@ def build(conn: apsw.Connection, model_id: str) -> CodeParams | None:
     """Fit the mean and scales on every stored vector and write every page, in one transaction
     (a kill leaves the previous index or none). Two passes over the vectors, a batch in memory at
     a time (a million vectors are 1.5 GB as floats). None when there are no vectors."""
-    with conn:
+    with immediate(conn):  # it reads every vector before it writes
         total, sums, squares = 0, None, None
         for _ids, block in _all_vectors(conn):
             wide = block.astype(np.float64)
