@@ -189,14 +189,23 @@ def int8_usearch(conn, queries, args, row):
     load_s = time.perf_counter() - started
     print(f"int8 codes: built in {built_s:.1f} s, loaded in {load_s:.1f} s", file=sys.stderr)
     pools = list(map(int, args.rescore.split(",")))
-    chosen = ann.SCAN, ann.SCAN_THREADS
-    for scan in ("numkong", "usearch"):
+    chosen = ann.scan, ann.SCAN_THREADS
+    for name, scan in (("numkong", ann.scan), ("usearch", usearch_scan)):
         for pool, threads in [(pool, 1) for pool in pools] + [(pools[-1], 2)]:
-            ann.SCAN, ann.SCAN_THREADS = scan, threads
+            ann.scan, ann.SCAN_THREADS = scan, threads
             ann.configure(conn, 1, pool)
             answers, times = timed(lambda q: [h.embedding_id for h in vector_store.knn(conn, q, K)], queries)
-            row(f"int8 {scan} {threads}t + rescore {pool}", answers, times, built_s)
-    ann.SCAN, ann.SCAN_THREADS = chosen
+            row(f"int8 {name} {threads}t + rescore {pool}", answers, times, built_s)
+    ann.scan, ann.SCAN_THREADS = chosen
+
+
+def usearch_scan(query_codes, codes, count):
+    """ann.scan by usearch's exact int8 search (the same SIMD kernels behind its own top-k)."""
+    from mindtui.store import ann
+    from usearch.index import MetricKind, search
+
+    found = search(codes, query_codes, count, MetricKind.IP, exact=True, threads=ann.SCAN_THREADS)
+    return np.asarray(found.keys, dtype=np.int64)[: len(found)]
 
 
 def hnsw(vectors, ids, queries, row):

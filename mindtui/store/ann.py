@@ -29,7 +29,6 @@ from mindtui.store import vector_codes
 # One thread scans as fast as two on the 2-core machine (a million codes: 0.17x vs 0.18x of
 # numpy's float scan; 100k: 0.28x vs 0.35x, bench/ann_bench.py) and leaves a core to the rest.
 SCAN_THREADS = 1
-SCAN = "numkong"  # or "usearch": whose exact int8 scan (bench/ann_bench.py compares them)
 
 
 @dataclass(frozen=True)
@@ -160,17 +159,18 @@ def candidates(snapshot: _Snapshot, query: np.ndarray, count: int) -> np.ndarray
     weighted = np.asarray(query, dtype=np.float32) * snapshot.params.scale
     top = float(np.abs(weighted).max()) or 1.0
     query_codes = np.clip(np.rint(weighted / top * 127), -127, 127).astype(np.int8)
-    if SCAN == "usearch":
-        from usearch.index import MetricKind, search
+    return snapshot.ids[scan(query_codes, snapshot.codes, count)]
 
-        found = search(snapshot.codes, query_codes, count, MetricKind.IP, exact=True, threads=SCAN_THREADS)
-        return snapshot.ids[np.asarray(found.keys, dtype=np.int64)[: len(found)]]
+
+def scan(query_codes: np.ndarray, codes: np.ndarray, count: int) -> np.ndarray:
+    """The rows of the `count` best codes, best first, by numkong's SIMD int8 dot products
+    (bench/ann_bench.py puts usearch's exact search here to compare)."""
     import numkong
 
-    scores = np.asarray(numkong.cdist(query_codes[None, :], snapshot.codes, metric="dot", threads=SCAN_THREADS,
+    scores = np.asarray(numkong.cdist(query_codes[None, :], codes, metric="dot", threads=SCAN_THREADS,
                                       out_dtype="float32")).ravel()
     best = np.argpartition(-scores, count - 1)[:count] if count < len(scores) else np.arange(len(scores))
-    return snapshot.ids[best[np.argsort(-scores[best], kind="stable")]]
+    return best[np.argsort(-scores[best], kind="stable")]
 
 
 def rescored(conn: apsw.Connection, ids: np.ndarray, query: np.ndarray, k: int) -> list[tuple[int, float]]:
