@@ -85,9 +85,10 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
     # Knowledge items first (few, and each one a statement the owner relies on), then chunk
     # texts page by page, the most recently edited notes first: what a person works on now is
     # what they search for while a large first embedding spans several nights.
+    pages = _TimedPages(vector_store.pending_chunk_pages(conn, model_id, page_size))
     first_page = vector_store.pending_items(conn, model_id)
     if len(first_page) < batch_size:
-        first_page += vector_store.pending_chunk_page(conn, model_id, page_size)
+        first_page += next(pages, [])
     first = first_page[:batch_size]
     first_vectors = _embed(embedder, model_id, first) if first else None  # the new model proves itself here
 
@@ -110,8 +111,13 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
     embed_started = time.monotonic()
     while True:
         if not page:
-            page = vector_store.pending_chunk_page(conn, model_id, page_size)
-            if not page:
+            # Reading the next page costs time too (about what the last one took).
+            if budget_s and _over_budget(started, embed_started, report.embedded - len(first), 0, budget_s,
+                                         pages.last_s):
+                report.stopped_by_budget = True
+                break
+            page = next(pages, None)
+            if page is None:
                 break
         batch, page = page[:batch_size], page[batch_size:]
         if budget_s and _over_budget(started, embed_started, report.embedded - len(first), len(batch), budget_s):
@@ -126,8 +132,10 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
     # Note vectors follow the chunk vectors (also after a budget stop: what is embedded is found).
     report.note_vectors = note_vector_store.refresh_note_vectors(
         conn, model_id, until=started + budget_s if budget_s else None)
+    # What remains is estimated from the count at the start (counting again would scan every
+    # chunk once more, seconds past the budget at a million chunks).
+    report.remaining = max(0, total - report.embedded) if report.stopped_by_budget else 0
     report.seconds = time.monotonic() - started
-    report.remaining = vector_store.pending_count(conn, model_id) if report.stopped_by_budget else 0
     with conn:
         set_meta(conn, EMBED_REMAINING_KEY, str(report.remaining))
     if report.remaining:
@@ -152,11 +160,30 @@ def _stored(report: EmbedReport, batch: list[vector_store.PendingText]) -> None:
     report.duplicates += sum(p.chunks - 1 for p in batch)
 
 
-def _over_budget(started: float, embed_started: float, done: int, next_batch: int, budget_s: float) -> bool:
-    """True when the next batch would likely end past the budget (at this run's rate so far)."""
+def _over_budget(started: float, embed_started: float, done: int, next_batch: int, budget_s: float,
+                 extra_s: float = 0.0) -> bool:
+    """True when the next batch (and `extra_s` of other work) would likely end past the budget
+    (at this run's rate so far)."""
     now = time.monotonic()
     per_text = (now - embed_started) / done if done else 0.0
-    return now - started + per_text * next_batch > budget_s
+    return now - started + per_text * next_batch + extra_s > budget_s
+
+
+class _TimedPages:
+    """An iterator that remembers how long its last step took."""
+
+    def __init__(self, iterator):
+        self._iterator, self.last_s = iterator, 0.0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        begun = time.monotonic()
+        try:
+            return next(self._iterator)
+        finally:
+            self.last_s = time.monotonic() - begun
 
 
 def _duration(seconds: float) -> str:

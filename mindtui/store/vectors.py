@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import apsw
 import numpy as np
@@ -41,20 +41,56 @@ def pending_items(conn: apsw.Connection, model_id: str) -> list[PendingText]:
         " GROUP BY i.content_hash ORDER BY min(i.item_id)", (model_id,))]
 
 
-def pending_chunk_page(conn: apsw.Connection, model_id: str, limit: int) -> list[PendingText]:
-    """The next `limit` distinct chunk texts with no vector for `model_id`, the most recently edited
-    note's first (notes with ai_processing off excluded). Each call reads what is still pending, so
-    the sweep holds one page in memory however large the vault, and a killed sweep resumes in the
-    same order."""
+# Where the sweep's walk through the notes stands: the (mtime_ns, note_id) of the last note of
+# the previous page. None: start at the most recently edited note.
+PageCursor = tuple[int, str] | None
+
+
+def pending_chunk_page(conn: apsw.Connection, model_id: str, limit: int,
+                       after: PageCursor = None) -> tuple[list[PendingText], PageCursor]:
+    """About `limit` distinct chunk texts with no vector for `model_id`, the most recently edited
+    note's first (notes with ai_processing off excluded), from `after` on; returns them and the
+    cursor for the next page. The walk follows the notes_mtime index, so a page costs what it
+    reads, however large the vault; the note a page ends in is read again by the next page
+    (its texts embedded meanwhile drop out by NOT EXISTS). A text shared by several notes comes
+    with the newest of them, once per page; `chunks` counts every chunk using it."""
+    bound, args = "", [model_id]
+    if after is not None:
+        bound = " AND (n.mtime_ns, n.note_id) <= (?, ?)"  # a row value: a range of the index
+        args += [after[0], after[1]]
     rows = conn.execute(
-        "SELECT c.content_hash, n.title, c.heading_path, c.text, count(*) FROM chunks c"
-        " JOIN notes n ON n.note_id = c.note_id"
+        "SELECT c.content_hash, n.title, c.heading_path, c.text, n.mtime_ns, n.note_id,"
+        " (SELECT count(*) FROM chunks d WHERE d.content_hash = c.content_hash)"
+        " FROM notes n INDEXED BY notes_mtime CROSS JOIN chunks c ON c.note_id = n.note_id"
         f" WHERE {model_readable('n')} AND NOT EXISTS ("
         "   SELECT 1 FROM embeddings e WHERE e.model_id = ? AND e.content_hash = c.content_hash)"
-        " GROUP BY c.content_hash ORDER BY max(n.mtime_ns) DESC, min(c.chunk_id) LIMIT ?",
-        (model_id, limit),
-    )
-    return [PendingText(*row) for row in rows]
+        f"{bound} ORDER BY n.mtime_ns DESC, n.note_id DESC, c.seq LIMIT ?",
+        (*args, limit),
+    ).fetchall()
+    texts: dict[str, PendingText] = {}
+    for content_hash, title, heading_path, text, _mtime, _note, chunks in rows:
+        texts.setdefault(content_hash, PendingText(content_hash, title, heading_path, text, chunks))
+    # A short page reached the oldest note: the walk has ended (cursor None). A page never
+    # repeats its texts as long as the caller embeds them before asking for the next one.
+    return list(texts.values()), (rows[-1][4], rows[-1][5]) if len(rows) == limit else None
+
+
+def pending_chunk_pages(conn: apsw.Connection, model_id: str, page_size: int) -> Iterator[list[PendingText]]:
+    """Every pending chunk text, page by page (pending_chunk_page): one walk from the most
+    recently edited note to the oldest, then another while the last one found something (texts
+    of notes edited meanwhile, which sort before the walk's cursor). The caller embeds each
+    page before it asks for the next."""
+    while True:
+        cursor, found = None, False
+        while True:
+            page, cursor = pending_chunk_page(conn, model_id, page_size, cursor)
+            if page:
+                found = True
+                yield page
+            if cursor is None:
+                break
+        if not found:
+            return
 
 
 def pending_count(conn: apsw.Connection, model_id: str) -> int:
