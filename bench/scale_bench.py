@@ -75,12 +75,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--real-db: no file {args.real_db}")
     if not args.source.is_dir():
         parser.error(f"--source: no vault at {args.source}")
-    args.work = args.work or Path("/tmp/mindtui-scale-quick" if args.quick else "/tmp/mindtui-scale")
+    args.work = args.work or default_work(args.quick)
     return args
+
+
+def default_work(quick: bool) -> Path:
+    return Path("/tmp/mindtui-scale-quick" if quick else "/tmp/mindtui-scale")
 
 
 def rerun_command(args: argparse.Namespace, item: str) -> str:
     flags = " --quick" if args.quick else ""
+    if args.work != default_work(args.quick):
+        flags += f" --work {args.work}"  # its vaults and databases are reused
     return f".venv/bin/python bench/scale_bench.py --real-db {args.real_db}{flags} --only {item}"
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from mindtui.store import visible_rank
+from mindtui.store import fts_weightless, visible_rank
 from mindtui.store.visibility import model_readable
 
 # BM25 column weights: title (with aliases) and headings count more than body text.
@@ -55,13 +55,30 @@ def _filters(note_type: str | None, tag: str | None, path_prefix: str | None) ->
 def fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: str | None = None,
                tag: str | None = None, path_prefix: str | None = None, restricted: bool = False) -> list[ChunkHit]:
     """restricted: the connection hides notes (an agent's). Its ranking is BM25 over the rows it
-    sees (store.visible_rank: hidden rows count neither in the statistics nor in the top `limit`)."""
+    sees (store.visible_rank: hidden rows count neither in the statistics nor in the top `limit`).
+    For the owner, words in half the rows or more are left out of the ranked query while the
+    others find `limit` rows (store.fts_weightless: the same order, a second less at 1M chunks)."""
+    if not restricted:
+        terms = expression.split(" OR ")  # query.parse_query joins quoted single-token strings
+        heavy = fts_weightless.weightless_terms(conn, terms) if len(terms) > 1 else set()
+        if heavy and len(heavy) < len(terms):
+            hits = _fts_chunks(conn, " OR ".join(t for t in terms if t not in heavy), limit, note_type, tag,
+                               path_prefix, restricted)
+            if len(hits) == limit:
+                return hits
+    return _fts_chunks(conn, expression, limit, note_type, tag, path_prefix, restricted)
+
+
+def _fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: str | None, tag: str | None,
+                path_prefix: str | None, restricted: bool) -> list[ChunkHit]:
     function = visible_rank.ranking_function(conn) if restricted else "bm25"
+    weights = ", ".join(map(str, FTS_WEIGHTS))
     if not (note_type or tag or path_prefix):
-        # FTS5's own top-k path (`rank` set to the weighted ranking): no join per matching row.
+        # No join per matching row. The ranking is called as a function, not through `rank MATCH`:
+        # 2.5x faster at 1M chunks (1.0 s against 2.4-3.7 s for a word in every chunk).
         rows = conn.execute(
-            "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?",
-            (expression, f"{function}({', '.join(map(str, FTS_WEIGHTS))})", limit)).fetchall()
+            f"SELECT rowid, {function}(chunks_fts, {weights}) AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
+            " ORDER BY score LIMIT ?", (expression, limit)).fetchall()
         rows = [(rowid, score) for rowid, score in rows if score != visible_rank.HIDDEN_SCORE]
         if not rows:
             return []
@@ -72,10 +89,10 @@ def fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: st
     # With filters the ranking joins chunks: anchor rows take no part.
     where, args = _filters(note_type, tag, path_prefix)
     rows = conn.execute(
-        f"SELECT c.chunk_id, c.note_id, {function}(chunks_fts, ?, ?, ?) AS rank FROM chunks_fts"
+        f"SELECT c.chunk_id, c.note_id, {function}(chunks_fts, {weights}) AS rank FROM chunks_fts"
         " JOIN chunks c ON c.chunk_id = chunks_fts.rowid JOIN notes n ON n.note_id = c.note_id"
         f" WHERE chunks_fts MATCH ?{where} ORDER BY rank LIMIT ?",
-        (*FTS_WEIGHTS, expression, *args, limit),
+        (expression, *args, limit),
     )
     return [ChunkHit(*row) for row in rows]
 

@@ -1,0 +1,64 @@
+"""The words of a full-text query that BM25 gives no weight, so the ranked query can leave them out.
+
+FTS5's bm25 weighs a phrase by idf = log((N - n + 0.5) / (n + 0.5)) over N rows, n of them
+matching, and by 1e-6 where that is not positive: a word in at least half of the rows moves a
+row's score by at most 2.2e-6 (idf times k1 + 1). Ranking it still costs one evaluation per
+matching row, about a microsecond: at a million chunks a word in nearly every chunk (a template
+line, the vault's own name) made every query with it take a second. Leaving such words out of
+the ranked query keeps the order of every row that matches another word, to 2.2e-6 of score;
+the caller falls back to the whole query when the others match fewer rows than it needs.
+
+n is counted once per word and table state (a word in every chunk: ~80 ms once), and forgotten
+when the table changes (its structure record, as apsw.fts5 checks it).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass, field
+
+import apsw
+
+_TABLES = ("chunks_fts", "knowledge_fts")  # the names below are formatted into SQL from here only
+_ROW_COUNT = "mindtui_fts_rows"  # an auxiliary function: FTS5's own row count (no scan)
+
+
+@dataclass
+class _TableStats:
+    cookie: bytes | None = None
+    rows: int = 0
+    matching: dict[str, int] = field(default_factory=dict)  # term -> rows it matches
+
+
+_STATS: "weakref.WeakKeyDictionary[apsw.Connection, dict[str, _TableStats]]" = weakref.WeakKeyDictionary()
+
+
+def weightless_terms(conn: apsw.Connection, terms: list[str], table: str = "chunks_fts") -> set[str]:
+    """Those of `terms` (quoted FTS5 strings of an OR query) whose bm25 weight is the 1e-6 floor."""
+    if table not in _TABLES:
+        raise ValueError(f"not a full-text table: {table}")
+    stats = _stats(conn, table)
+    out = set()
+    for term in terms:
+        matching = stats.matching.get(term)
+        if matching is None:
+            matching = stats.matching[term] = conn.execute(
+                f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (term,)).fetchone()[0]
+        if matching and math.log((stats.rows - matching + 0.5) / (matching + 0.5)) <= 0:
+            out.add(term)
+    return out
+
+
+def _stats(conn: apsw.Connection, table: str) -> _TableStats:
+    tables = _STATS.get(conn)
+    if tables is None:
+        conn.register_fts5_function(_ROW_COUNT, lambda api: api.row_count)
+        tables = _STATS[conn] = {}
+    stats = tables.setdefault(table, _TableStats())
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 10").fetchone()
+    cookie = row[0] if row else None
+    if stats.cookie != cookie or cookie is None:
+        first = conn.execute(f"SELECT {_ROW_COUNT}({table}) FROM {table} LIMIT 1").fetchone()
+        stats.cookie, stats.rows, stats.matching = cookie, first[0] if first else 0, {}
+    return stats
