@@ -150,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         db = search_database(args, import_vault, import_db)
         print(f"search database {db}: filling {args.vectors:,} fixture vectors", file=sys.stderr)
         ids, vectors = parts.fill_vectors(db, args.real_db, args.vectors, args.seed, E5_MODEL_ID)
+        print(f"vector index: {parts.vector_index_upkeep(db, E5_MODEL_ID)}", file=sys.stderr)
         if "2" in args.only:
             from ann_bench import embed_queries, query_texts
 

@@ -127,7 +127,22 @@ def fill_vectors(db: Path, real_db: Path, total: int, seed: int, model_id: str) 
 
 # -- item 2: the product's KNN against numpy exact ---------------------------------------------
 
+def vector_index_upkeep(db: Path, model_id: str) -> dict:
+    """The nightly's care of the code index (built once the vectors reach search.ann_min_vectors):
+    the searches below run as they would after a nightly."""
+    from mindtui.config import load_settings
+    from mindtui.store import open_database
+    from mindtui.store.vectors import code_index_upkeep
+
+    conn = open_database(db)
+    try:
+        return code_index_upkeep(conn, load_settings().search, model_id)
+    finally:
+        conn.close()
+
+
 def knn_figures(db: Path, ids: np.ndarray, vectors: np.ndarray, queries: np.ndarray, rerun: str) -> list[Figure]:
+    from mindtui.config import load_settings
     from mindtui.store import open_database
     from mindtui.store import vectors as vector_store
 
@@ -142,6 +157,7 @@ def knn_figures(db: Path, ids: np.ndarray, vectors: np.ndarray, queries: np.ndar
         truth.append(numpy_exact(q))
         base.append((time.perf_counter() - started) * 1000)
     conn = open_database(db, readonly=True)
+    vector_store.use_code_index(conn, load_settings().search)  # as the service's connections do
     vector_store.knn(conn, queries[0], K)  # warm the page cache
     recalls, times = [], []
     for q, expected in zip(queries, truth):

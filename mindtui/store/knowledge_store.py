@@ -312,7 +312,8 @@ def current_item_vectors(conn: apsw.Connection, model_id: str) -> list[tuple[int
 
 def item_vector_count(conn: apsw.Connection, model_id: str) -> int:
     """Vectors in the shared vector table that belong to current items (every audience's: the KNN sees them all)."""
-    return conn.execute("SELECT count(*) FROM main.knowledge_items k JOIN embeddings e ON e.model_id = ?"
+    # CROSS JOIN: from the items (few) to their vectors, never a scan of every vector (135 ms at 1M).
+    return conn.execute("SELECT count(*) FROM main.knowledge_items k CROSS JOIN embeddings e ON e.model_id = ?"
                         " AND e.content_hash = k.content_hash WHERE k.is_current = 1", (model_id,)).fetchone()[0]
 
 
