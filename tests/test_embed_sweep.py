@@ -115,7 +115,7 @@ def test_the_most_recently_edited_notes_are_embedded_first(vault, db_path):
 
 
 class FakeClock:
-    """time.monotonic for the sweep: each embedding call takes exactly one 'second'."""
+    """time.monotonic for the sweep: each text embedded takes exactly half a 'second'."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -130,7 +130,7 @@ class ClockedEmbedder(DeterministicFakeEmbedder):
         self.clock = clock
 
     def embed_passages(self, texts):
-        self.clock.now += 1.0
+        self.clock.now += 0.5 * len(texts)
         return super().embed_passages(texts)
 
 
@@ -148,10 +148,12 @@ def test_a_budget_stops_between_batches_and_the_next_run_continues(vault, db_pat
     fake = ClockedEmbedder(clock)
     conn = open_database(db_path)
     try:
-        # 12 texts, 2 a batch, one second a batch: a 3.5 s budget has room for three batches
-        # (the third ends at 3 s; a fourth would end at 4 s, past the budget).
-        report = run_embed_sweep(conn, fake, batch_size=2, budget_s=3.5)
+        # 12 texts, half a second each, batches of up to 16: a 3.2 s budget has room for six
+        # texts: a small first batch times a text, the next is cut to the two that still fit.
+        report = run_embed_sweep(conn, fake, batch_size=16, budget_s=3.2)
         assert report.stopped_by_budget and report.embedded == 6 and report.remaining == 6
+        assert [len(call) for call in fake.calls] == [4, 2]  # the probe batch, then what fits
+        assert report.seconds <= 3.2
         assert report.eta_s == 3  # six more texts at two a second
         assert any("6 texts remain" in n for n in report.notices)
         assert [t.split("\n")[0] for t in fake.embedded_texts] == [f"Note{i:02d}" for i in range(11, 5, -1)]

@@ -31,6 +31,9 @@ from mindtui.text.names import passage_text
 # Pending texts read per query: enough that the query's cost (a scan of the chunks) is small
 # against the time embedding them takes, few enough to bound the memory.
 PAGE_SIZE = 1024
+# With a budget, the first batch's size: enough texts to time one, few enough that a slow
+# machine (1.5 s a text on two busy cores) does not spend the budget on it.
+PACE_PROBE = 4
 
 
 class DimensionMismatch(ModelUnavailableError):
@@ -89,8 +92,11 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
     first_page = vector_store.pending_items(conn, model_id)
     if len(first_page) < batch_size:
         first_page += next(pages, [])
-    first = first_page[:batch_size]
-    first_vectors = _embed(embedder, model_id, first) if first else None  # the new model proves itself here
+    # With a budget the first batch is small: it measures how long a text takes on this machine
+    # today, and every later batch is cut to what fits in the time left.
+    pace = _Pace(started, budget_s)
+    first = first_page[:min(batch_size, PACE_PROBE) if budget_s else batch_size]
+    first_vectors = pace.embed(embedder, model_id, first) if first else None  # the new model proves itself here
 
     others = {m: n for m, n in vector_store.models_with_vectors(conn).items() if m != model_id}
     with immediate(conn):  # old vectors out, first batch in: one transaction (it reads before it writes)
@@ -107,24 +113,23 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
     _stored(report, first)
     if first:
         progress(report.embedded, total, first[-1].title)
-    page = first_page[batch_size:]
-    embed_started = time.monotonic()
+    page = first_page[len(first):]
     while True:
         if not page:
             # Reading the next page costs time too (about what the last one took).
-            if budget_s and _over_budget(started, embed_started, report.embedded - len(first), 0, budget_s,
-                                         pages.last_s):
+            if not pace.texts_that_fit(1, pages.last_s):
                 report.stopped_by_budget = True
                 break
             page = next(pages, None)
             if page is None:
                 break
-        batch, page = page[:batch_size], page[batch_size:]
-        if budget_s and _over_budget(started, embed_started, report.embedded - len(first), len(batch), budget_s):
+        fits = pace.texts_that_fit(batch_size)
+        if not fits:
             report.stopped_by_budget = True
             break
+        batch, page = page[:fits], page[fits:]
         cancel.check()
-        vectors = _embed(embedder, model_id, batch)
+        vectors = pace.embed(embedder, model_id, batch)
         with conn:  # one transaction per batch: a kill loses at most this batch
             _insert(conn, model_id, batch, vectors)
         _stored(report, batch)
@@ -160,13 +165,30 @@ def _stored(report: EmbedReport, batch: list[vector_store.PendingText]) -> None:
     report.duplicates += sum(p.chunks - 1 for p in batch)
 
 
-def _over_budget(started: float, embed_started: float, done: int, next_batch: int, budget_s: float,
-                 extra_s: float = 0.0) -> bool:
-    """True when the next batch (and `extra_s` of other work) would likely end past the budget
-    (at this run's rate so far)."""
-    now = time.monotonic()
-    per_text = (now - embed_started) / done if done else 0.0
-    return now - started + per_text * next_batch + extra_s > budget_s
+class _Pace:
+    """How long this run takes to embed a text, and how many fit in what is left of the budget."""
+
+    def __init__(self, started: float, budget_s: float) -> None:
+        self.started, self.budget_s = started, budget_s
+        self.texts, self.seconds = 0, 0.0
+
+    def embed(self, embedder, model_id: str, batch: list[vector_store.PendingText]):
+        begun = time.monotonic()
+        vectors = _embed(embedder, model_id, batch)
+        self.texts, self.seconds = self.texts + len(batch), self.seconds + time.monotonic() - begun
+        return vectors
+
+    def texts_that_fit(self, wanted: int, extra_s: float = 0.0) -> int:
+        """Up to `wanted` texts that would end within the budget after `extra_s` of other work
+        (all of them without a budget; 0: stop)."""
+        if not self.budget_s:
+            return wanted
+        left = self.budget_s - (time.monotonic() - self.started) - extra_s
+        if left <= 0:
+            return 0
+        if not self.texts or self.seconds <= 0:
+            return wanted
+        return max(0, min(wanted, int(left / (self.seconds / self.texts))))
 
 
 class _TimedPages:
