@@ -93,3 +93,37 @@ async def test_text_in_the_same_read_as_ctrl_u_is_typed_after_the_clearing(servi
         await settle(pilot)
         assert app.screen.query_text == "other"
         assert [r.title for r in app.screen.results] == ["Other"]
+
+
+def test_the_count_stops_past_its_cap(service):
+    options = SearchOptions(mode="fts", kind="notes", log=False)
+    assert service.search_count("plugin", options, at_most=10) == 11  # "more than 10"
+    assert service.search_count("plugin", options, at_most=NOTES) == NOTES
+    assert service.search_count("plugin", SearchOptions(path="Plugins/Plugin 1", kind="notes"), at_most=5) == 6
+
+
+async def test_results_show_before_the_count_and_a_capped_count_says_so(service, monkeypatch):
+    import threading
+
+    import mindtui.tui.search_screen as search_screen
+
+    monkeypatch.setattr(search_screen, "COUNT_AT_MOST", 30)
+    release = threading.Event()
+    counted = service.search_count
+
+    def slow_count(*args, **kwargs):
+        release.wait(timeout=30)  # the count of a word in most of a million chunks
+        return counted(*args, **kwargs)
+
+    monkeypatch.setattr(service, "search_count", slow_count)
+    app = pilot_app(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(*"plugin")
+        for _ in range(2000):  # the results come while the count still runs
+            if app.screen.results:
+                break
+            await pilot.pause(0.01)
+        assert app.screen.results and not notice(app).startswith("20 of")
+        release.set()
+        await settle(pilot)
+        assert notice(app).startswith("20 of 30+"), notice(app)

@@ -229,14 +229,16 @@ class SearchEngine:
             response.search_id = logged if self.audience is Audience.OWNER else None  # row ids count the owner's
         return response
 
-    def count(self, query: str, options: SearchOptions) -> int:
+    def count(self, query: str, options: SearchOptions, at_most: int | None = None) -> int:
         """How many notes the query's words match (with the options' filters): the total a list of
-        results is a page of. Anchor text counts for the owner only, as it does in the results."""
+        results is a page of. Anchor text counts for the owner only, as it does in the results.
+        `at_most`: at_most + 1 means "more than at_most" (store.fts_note_count)."""
         expression = parse_query(query).fts
         if expression is None or options.kind == "knowledge":
             return 0
         anchors = self.options.anchor_text and self.audience is Audience.OWNER
-        return store.fts_note_count(self.conn, expression, options.note_type, options.tag, options.path, anchors)
+        return store.fts_note_count(self.conn, expression, options.note_type, options.tag, options.path, anchors,
+                                    at_most)
 
     def _items(self, query: ParsedQuery, options: SearchOptions, text_filter, query_vector) -> list[SearchResult]:
         stems = query.stem_set

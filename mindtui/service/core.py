@@ -132,11 +132,12 @@ class Service:
             clean = self._redactor(pooled)
             return self._engine(pooled).search(query, options or SearchOptions(), text_filter=clean)
 
-    def search_count(self, query: str, options: SearchOptions | None = None) -> int:
+    def search_count(self, query: str, options: SearchOptions | None = None, at_most: int | None = None) -> int:
         """How many notes the query's words match, with the options' filters (a front end shows
-        "20 of 3,412"): full text only, as the audience may see them."""
+        "20 of 3,412"): full text only, as the audience may see them. `at_most`: counting stops
+        past it and answers at_most + 1 ("20 of 10,000+"; a word in most of a million chunks)."""
         with self._pool.connection() as pooled:
-            return self._engine(pooled).count(query, options or SearchOptions())
+            return self._engine(pooled).count(query, options or SearchOptions(), at_most)
 
     def note(self, name: str, *, with_chunks: bool = True) -> views.NoteView:
         """A note by path, title, alias or id: its facts, its text (from the vault file when it

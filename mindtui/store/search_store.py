@@ -268,14 +268,24 @@ def notes_passing(conn: apsw.Connection, note_ids: list[str], note_type: str | N
 
 
 def fts_note_count(conn: apsw.Connection, expression: str, note_type: str | None = None, tag: str | None = None,
-                   path_prefix: str | None = None, anchors: bool = True) -> int:
+                   path_prefix: str | None = None, anchors: bool = True, at_most: int | None = None) -> int:
     """How many notes the full-text expression matches (by a chunk, or by anchor text when
-    `anchors`), through the connection's `chunks` and `notes`: what a list of results can reach."""
+    `anchors`), through the connection's `chunks` and `notes`: what a list of results can reach.
+    `at_most`: stop counting past it (the answer is then at_most + 1): counting every note of a
+    word in most of a million chunks took 10.8 s, the first 10,001 of them 0.4 s."""
     where, args = _filters(note_type, tag, path_prefix)
+    by_chunk = ("SELECT DISTINCT c.note_id FROM chunks_fts JOIN chunks c ON c.chunk_id = chunks_fts.rowid"
+                f" JOIN notes n ON n.note_id = c.note_id WHERE chunks_fts MATCH ?{where}")
+    if at_most is not None:
+        # The chunks alone reach the cap (anchor rows only add notes): no need to count the rest.
+        reached = conn.execute(f"SELECT count(*) FROM ({by_chunk} LIMIT ?)",
+                               (expression, *args, at_most + 1)).fetchone()[0]
+        if reached > at_most:
+            return at_most + 1
     by_anchor = "" if not anchors else (
         " UNION SELECT a.note_id FROM chunks_fts JOIN note_anchors a ON a.anchor_id = -chunks_fts.rowid"
         f" JOIN notes n ON n.note_id = a.note_id WHERE chunks_fts MATCH ? AND chunks_fts.rowid < 0{where}")
-    sql = ("SELECT count(DISTINCT note_id) FROM (SELECT c.note_id FROM chunks_fts JOIN chunks c ON c.chunk_id = chunks_fts.rowid"
-           f" JOIN notes n ON n.note_id = c.note_id WHERE chunks_fts MATCH ?{where}{by_anchor})")
+    sql = f"SELECT count(DISTINCT note_id) FROM ({by_chunk}{by_anchor})"
     params = (expression, *args, *((expression, *args) if anchors else ()))
-    return conn.execute(sql, params).fetchone()[0]
+    counted = conn.execute(sql, params).fetchone()[0]
+    return counted if at_most is None else min(counted, at_most + 1)
