@@ -97,7 +97,7 @@ def fill_vectors(db: Path, real_db: Path, total: int, seed: int, model_id: str) 
     vectors) for the exact ranking."""
     from vector_fixture import mix, real_vectors
 
-    from mindtui.store import open_database
+    from mindtui.store import open_database, vector_codes
     from mindtui.store import vectors as vector_store
     from mindtui.store.meta import EMBED_REMAINING_KEY, EMBEDDING_MODEL_KEY, set_meta
 
@@ -110,6 +110,8 @@ def fill_vectors(db: Path, real_db: Path, total: int, seed: int, model_id: str) 
         with conn:
             conn.execute("DELETE FROM note_embeddings")
             conn.execute("DELETE FROM embeddings")
+        for space in (vector_codes.CHUNKS, vector_codes.NOTES):  # their codes went with them
+            vector_codes.drop(conn, space)
         for start in range(0, len(hashes), 10_000):
             with conn:
                 vector_store.insert_vectors(conn, model_id, hashes[start:start + 10_000],
