@@ -192,20 +192,6 @@ def test_over_the_code_indexes_suggestions_scan_no_vector_table_and_score_as_the
     conn.close()
 
 
-def test_curation_reads_every_readable_notes_vector_even_before_the_sweep_refreshes_it(vault, db_path):
-    swept(vault, db_path)
-    vault.write("Tee.md", "---\nstatus: draft\n---\n# Tee\n\nÜber Tee und Wasser.\n")  # stale, same chunks
-    run_import(db_path, vault.root)
-    conn = open_database(db_path)
-    with conn:
-        conn.execute("DELETE FROM note_embeddings WHERE note_id = ?", (note_id(conn, "Kaffee.md"),))  # none yet
-    vectors = note_vector_store.all_note_vectors(conn, FAKE)
-    assert sorted(vectors) == sorted(note_id(conn, p) for p in ("Geheim.md", "Kaffee.md", "Lang.md", "Tee.md"))
-    for other, vector in vectors.items():
-        np.testing.assert_allclose(vector, chunk_mean(conn, other), atol=1e-5)
-    conn.close()
-
-
 def test_a_spent_budget_leaves_note_vectors_for_the_next_run(vault, db_path):
     write_vault(vault)
     run_import(db_path, vault.root)

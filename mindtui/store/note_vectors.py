@@ -217,20 +217,3 @@ def vectors_of(conn: apsw.Connection, note_ids: list[str], model_id: str) -> dic
         (*note_ids, model_id)))
     vectors = vectors_by_rowid(conn, "vec_notes", sorted(rowids.values()))
     return {note_id: vectors[rowid] for note_id, rowid in rowids.items() if rowid in vectors}
-
-
-def all_note_vectors(conn: apsw.Connection, model_id: str) -> dict[str, np.ndarray]:
-    """Every readable note's vector: the stored ones (one scan of vec_notes), and for a note whose
-    vector is stale or not written yet (edited since the last sweep) its chunks' mean now."""
-    rowids = dict(conn.execute(
-        "SELECT ne.note_vector_id, ne.note_id FROM note_embeddings ne JOIN notes n ON n.note_id = ne.note_id"
-        f" WHERE ne.model_id = ? AND ne.stale = 0 AND ne.chunks > 0 AND {model_readable('n')}", (model_id,)))
-    out = {rowids[rowid]: np.frombuffer(blob, dtype=np.float32)
-           for rowid, blob in conn.execute("SELECT rowid, embedding FROM vec_notes") if rowid in rowids}
-    behind = [row[0] for row in conn.execute(
-        f"SELECT n.note_id FROM notes n WHERE {model_readable('n')} AND NOT EXISTS (SELECT 1 FROM note_embeddings ne"
-        " WHERE ne.note_id = n.note_id AND ne.model_id = ? AND ne.stale = 0)", (model_id,))]
-    for start in range(0, len(behind), PAGE):
-        for note_id, total in _chunk_vector_sums(conn, model_id, behind[start:start + PAGE]).items():
-            out[note_id] = (total / (float(np.linalg.norm(total)) or 1.0)).astype(np.float32)
-    return out
