@@ -184,3 +184,15 @@ def test_the_suggestion_cards_come_from_the_kept_pairs_and_a_second_refresh_asks
     assert looked_up(conn) == set()  # detect looked every note up already: nothing changed since
     assert [c.subject_key for c in kind.detect(conn, settings, {})] == [c.subject_key for c in first]
     conn.close()
+
+
+def test_many_notes_due_are_looked_up_together_with_the_same_result(vault, db_path, tmp_path, monkeypatch):
+    write_notes(vault)
+    synced(vault, db_path)
+    one_by_one = from_scratch(db_path, tmp_path)
+    monkeypatch.setattr(close_notes, "BULK", 1)  # the matrix way from one note due
+    monkeypatch.setattr(note_vector_store, "nearest_notes", None)  # no vector query at all
+    together = from_scratch(db_path, tmp_path)
+    assert {(a, b) for a, b, _ in together} == {(a, b) for a, b, _ in one_by_one}
+    cosines = {(a, b): c for a, b, c in one_by_one}
+    assert all(abs(cosines[(a, b)] - c) < 1e-5 for a, b, c in together)

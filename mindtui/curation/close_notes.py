@@ -8,13 +8,19 @@ neighbours: the notes that named the old vector among their close notes, and tho
 comes closer to than their farthest close note (found among its REACH x `neighbours` nearest).
 An unchanged vault asks no query. A killed refresh goes on where it stopped: a note leaves the
 log in the transaction that writes its rows, and its neighbours enter it in the same one.
+
+Many notes due at once (the first refresh, a new model, another floor) are looked up together
+instead: every note vector read once and each page's cosines with all of them one matrix product
+(exact; at 191k notes ~5 minutes against ~45 for one query each).
 """
 
 from __future__ import annotations
 
 import json
+from typing import Callable
 
 import apsw
+import numpy as np
 
 from mindtui.store import close_pairs
 from mindtui.store import note_vectors as note_vector_store
@@ -22,6 +28,9 @@ from mindtui.store.batch import immediate
 
 PAGE = 200  # notes looked up per transaction
 REACH = 4  # a changed note asks for this many times `neighbours` notes: those whose lists it may enter
+BULK = 2000  # from this many notes due, the matrix way
+
+Lookup = Callable[[dict, list], dict]  # (vectors, [(note, how many)]) -> note -> {other: cosine}, nearest first
 
 
 def refresh_close_pairs(conn: apsw.Connection, model_id: str, floor: float, neighbours: int) -> dict[str, int]:
@@ -34,6 +43,7 @@ def refresh_close_pairs(conn: apsw.Connection, model_id: str, floor: float, neig
             close_pairs.start_over(conn, wanted)
         report["started_over"] = 1
     looked_up: set[str] = set()  # this run's lookups saw every changed vector already
+    lookup = _matrix_lookup(conn, model_id) if close_pairs.due_count(conn) >= BULK else _query_lookup(conn, model_id)
     while True:
         with immediate(conn):  # it reads before it writes
             page = close_pairs.due_page(conn, PAGE)
@@ -45,13 +55,12 @@ def refresh_close_pairs(conn: apsw.Connection, model_id: str, floor: float, neig
             held = close_pairs.holders(conn, sorted(spreading))
             found: dict[str, dict[str, float]] = {}
             reached: dict[str, float] = {}
-            for note_id in ids:
-                if note_id not in vectors:
-                    continue
+            asked = [n for n in ids if n in vectors]
+            nearest = lookup(vectors, [(n, neighbours * (REACH if n in spreading else 1) + 1) for n in asked])
+            for note_id in asked:
                 wide = note_id in spreading
-                near = note_vector_store.nearest_notes(conn, vectors[note_id], model_id,
-                                                       neighbours * (REACH if wide else 1) + 1)
-                close = [(other, cosine) for other, cosine in near.items() if other != note_id and cosine >= floor]
+                close = [(other, cosine) for other, cosine in nearest[note_id].items()
+                         if other != note_id and cosine >= floor]
                 found[note_id] = dict(close[:neighbours])
                 if wide:
                     for other, cosine in close:
@@ -64,3 +73,31 @@ def refresh_close_pairs(conn: apsw.Connection, model_id: str, floor: float, neig
         report["changed"] += len(spreading)
         report["neighbours"] += len(ids) - len(spreading)
     return report
+
+
+def _query_lookup(conn: apsw.Connection, model_id: str) -> Lookup:
+    """One vector query a note (over the note vectors' code index at scale)."""
+    def lookup(vectors: dict, wanted: list) -> dict:
+        return {n: note_vector_store.nearest_notes(conn, vectors[n], model_id, k) for n, k in wanted}
+    return lookup
+
+
+def _matrix_lookup(conn: apsw.Connection, model_id: str) -> Lookup:
+    """Every note vector read once; a page's cosines with all of them in one product."""
+    every = note_vector_store.stored_note_vectors(conn, model_id)
+    ids = sorted(every)
+    matrix = np.stack([every[n] for n in ids]) if ids else np.zeros((0, 0), dtype=np.float32)
+    del every
+
+    def lookup(vectors: dict, wanted: list) -> dict:
+        if not wanted or not ids:
+            return {n: {} for n, _ in wanted}
+        scores = np.stack([vectors[n] for n, _ in wanted]) @ matrix.T
+        out = {}
+        for row, (note_id, k) in enumerate(wanted):
+            k = min(k, len(ids))
+            best = np.argpartition(-scores[row], k - 1)[:k]
+            best = best[np.argsort(-scores[row][best], kind="stable")]
+            out[note_id] = {ids[i]: float(scores[row][i]) for i in best}
+        return out
+    return lookup

@@ -217,3 +217,12 @@ def vectors_of(conn: apsw.Connection, note_ids: list[str], model_id: str) -> dic
         (*note_ids, model_id)))
     vectors = vectors_by_rowid(conn, "vec_notes", sorted(rowids.values()))
     return {note_id: vectors[rowid] for note_id, rowid in rowids.items() if rowid in vectors}
+
+
+def stored_note_vectors(conn: apsw.Connection, model_id: str) -> dict[str, np.ndarray]:
+    """Every readable note's stored vector (one scan of vec_notes)."""
+    rowids = dict(conn.execute(
+        "SELECT ne.note_vector_id, ne.note_id FROM note_embeddings ne JOIN notes n ON n.note_id = ne.note_id"
+        f" WHERE ne.model_id = ? AND ne.chunks > 0 AND {model_readable('n')}", (model_id,)))
+    return {rowids[rowid]: np.frombuffer(blob, dtype=np.float32)
+            for rowid, blob in conn.execute("SELECT rowid, embedding FROM vec_notes") if rowid in rowids}
