@@ -89,7 +89,7 @@ def rerun_command(args: argparse.Namespace, item: str) -> str:
 def chunk_count(db: Path) -> tuple[int, int]:
     from mindtui.store import open_database
 
-    conn = open_database(db, readonly=True)
+    conn = open_database(db)  # not read only: a database kept from an older schema is upgraded first
     try:
         return conn.execute("SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM chunks)").fetchone()
     finally:

@@ -167,22 +167,29 @@ def test_a_refresh_killed_between_pages_goes_on_where_it_stopped(vault, db_path,
 
 def test_the_suggestion_cards_come_from_the_kept_pairs_and_a_second_refresh_asks_nothing(
         vault, db_path, looked_up, monkeypatch):
+    """detect gives candidates for the pairs with a card and for the best that could get a new
+    one (curation.max_new_suggestions more than there are cards), not for every close pair."""
+    from mindtui.curation.refresh import refresh
+
     write_notes(vault)
     synced(vault, db_path)
-    settings = load_settings(overrides={"curation": {"suggestion_min_cosine": -1.0}})
+    settings = load_settings(overrides={"curation": {"suggestion_min_cosine": -1.0, "max_new_suggestions": 3}})
     monkeypatch.setattr("mindtui.curation.suggestions.NEIGHBOURS", NEIGHBOURS)
     conn = open_database(db_path)
-    with conn:
-        conn.execute("INSERT INTO meta (key, value) VALUES ('embedding_model', ?)"
-                     " ON CONFLICT(key) DO UPDATE SET value = excluded.value", (FAKE,))
     kind = LinkSuggestion()
     first = kind.detect(conn, settings, {})
-    pairs = {tuple(sorted((a, b))) for a, b, _ in rows(conn)}
-    assert {tuple(c.payload[s]["note_id"] for s in ("source", "target")) for c in first} <= {
-        p for p in pairs} | {p[::-1] for p in pairs}
-    assert len(first) == len(pairs)  # no two of these notes link each other
+    best = {}
+    for a, b, cosine in rows(conn):
+        best[tuple(sorted((a, b)))] = max(cosine, best.get(tuple(sorted((a, b))), -2.0))
+    ranked = sorted(best, key=lambda p: -best[p])
+    assert len(best) > 6  # no two of these notes link each other: every pair may get a card
+
+    def pairs_of(found) -> list:
+        return sorted(tuple(sorted(c.payload[s]["note_id"] for s in ("source", "target"))) for c in found)
+    assert pairs_of(first) == sorted(ranked[:3])
     assert looked_up(conn) == set()  # detect looked every note up already: nothing changed since
-    assert [c.subject_key for c in kind.detect(conn, settings, {})] == [c.subject_key for c in first]
+    assert refresh(conn, settings, kinds=["link_suggestion"]).kinds["link_suggestion"].new == 3
+    assert pairs_of(kind.detect(conn, settings, {})) == sorted(ranked[:6])  # the 3 with a card, 3 more
     conn.close()
 
 

@@ -66,9 +66,23 @@ class LinkSuggestion(Kind):
         for a, b in linked:
             around.setdefault(a, set()).add(b)
             around.setdefault(b, set()).add(a)
+        valid = [(a, b, cosine) for a, b, cosine in pairs
+                 if (a, b) not in linked and a not in logs and b not in logs and a in refs and b in refs]
+        # The bar maps to 0.2, a cosine of 1 to 0.7: below the link repairs, ordered by closeness.
+        importances = [round(0.2 + 0.5 * min(1.0, max(0.0, (c - floor) / max(1e-9, 1.0 - floor))), 4)
+                       for _, _, c in valid]
+        # Cards for the pairs that have one (kept, updated or closed by the refresh) and for the best
+        # pairs that could get a new one: a refresh adds the best curation.max_new_suggestions of
+        # those without, so the best that many more than there are cards hold them, ties included
+        # (a million notes have millions of close pairs: no candidate for each).
+        existing = curation_store.items_of_kind(conn, self.name)
+        carded = {tuple(sorted((i.payload["source"]["note_id"], i.payload["target"]["note_id"])))
+                  for i in existing.values()}
+        room = settings.curation.max_new_suggestions + len(existing)
+        bar = sorted(importances, reverse=True)[room - 1] if len(importances) > room else float("-inf")
         out = []
-        for a, b, cosine in pairs:
-            if (a, b) in linked or a in logs or b in logs or a not in refs or b not in refs:
+        for (a, b, cosine), importance in zip(valid, importances):
+            if importance < bar and (a, b) not in carded:
                 continue
             # The note with fewer links gets the link (it needs it more); ties by path.
             source, target = sorted((refs[a], refs[b]), key=lambda r: (len(around.get(r.note_id, ())), r.path))
@@ -76,8 +90,6 @@ class LinkSuggestion(Kind):
                        "target": {"note_id": target.note_id, "path": target.path, "title": target.title},
                        "cosine": round(cosine, 4),
                        "shared_links": len(around.get(a, set()) & around.get(b, set()))}
-            # The bar maps to 0.2, a cosine of 1 to 0.7: below the link repairs, ordered by closeness.
-            importance = round(0.2 + 0.5 * min(1.0, max(0.0, (cosine - floor) / max(1e-9, 1.0 - floor))), 4)
             out.append(Candidate(subject(pair=[a, b]), source.note_id, payload, importance))
         return out
 
