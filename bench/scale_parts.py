@@ -225,7 +225,7 @@ def close_pair_figures(conn, model_id: str, settings, rerun: str, changed: int =
     """The nightly's link suggestion work: the close pairs from scratch, again with nothing changed,
     and after `changed` notes' vectors were written again (as an edit would, through the sweep)."""
     from mindtui.curation import close_notes
-    from mindtui.curation.suggestions import NEIGHBOURS
+    from mindtui.curation.suggestions import NEIGHBOURS, LinkSuggestion
     from mindtui.store import close_pairs
     from mindtui.store import note_vectors as note_vector_store
 
@@ -248,6 +248,9 @@ def close_pair_figures(conn, model_id: str, settings, rerun: str, changed: int =
     note_vector_store.refresh_note_vectors(conn, model_id)
     edited_s, after = timed()
     pairs = conn.execute("SELECT count(*) FROM note_close_pairs").fetchone()[0]
+    started, cpu_started = time.perf_counter(), time.process_time()
+    cards = LinkSuggestion().detect(conn, settings, {})
+    detect_s, detect_cpu = time.perf_counter() - started, time.process_time() - cpu_started
     return [
         Figure("4", f"nightly close pairs from scratch, s ({first['changed']:,} notes, {pairs:,} pairs)",
                round(first_s, 1), "", None, rerun),
@@ -256,6 +259,9 @@ def close_pair_figures(conn, model_id: str, settings, rerun: str, changed: int =
         Figure("4", f"nightly close pairs after {len(edited)} notes' vectors changed, s (looked up"
                f" {after['changed']} + {after['neighbours']} neighbours)", round(edited_s, 1),
                f"looks up {len(edited)} + neighbours", after["changed"] == len(edited), rerun),
+        Figure("4", f"link suggestion candidates then, s ({len(cards)} for curation.max_new_suggestions"
+               f" {settings.curation.max_new_suggestions}; CPU {detect_cpu:.1f} s)", round(detect_s, 1), "", None,
+               rerun),
     ]
 
 

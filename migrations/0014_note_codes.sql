@@ -43,6 +43,7 @@ CREATE TABLE note_close_pairs (
     PRIMARY KEY (note_id, other_id)
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX note_close_pairs_other ON note_close_pairs(other_id);
+CREATE INDEX note_close_pairs_cosine ON note_close_pairs(cosine);  -- the closest first, without a sort
 
 -- Every note vector already written is new to the suggestions.
 INSERT INTO note_vector_changes (note_id, spread) SELECT note_id, 1 FROM note_embeddings;

@@ -10,9 +10,10 @@ from fakes import DeterministicFakeEmbedder
 from conftest import run_import
 from mindtui.config import load_settings
 from mindtui.curation import close_notes
+from mindtui.curation.kinds import subject
 from mindtui.curation.suggestions import LinkSuggestion
 from mindtui.models.sweep import run_embed_sweep
-from mindtui.store import close_pairs, open_database
+from mindtui.store import close_pairs, curation_store, open_database
 from mindtui.store import note_vectors as note_vector_store
 
 FAKE = "fake-hash-embedder"
@@ -190,6 +191,11 @@ def test_the_suggestion_cards_come_from_the_kept_pairs_and_a_second_refresh_asks
     assert looked_up(conn) == set()  # detect looked every note up already: nothing changed since
     assert refresh(conn, settings, kinds=["link_suggestion"]).kinds["link_suggestion"].new == 3
     assert pairs_of(kind.detect(conn, settings, {})) == sorted(ranked[:6])  # the 3 with a card, 3 more
+    far = ranked[-1]  # a card for the farthest pair (as if it had been close once): still given
+    with conn:
+        curation_store.insert_item(conn, kind.name, subject(pair=list(far)), far[0],
+                                   {"source": {"note_id": far[0]}, "target": {"note_id": far[1]}}, 0.2, "now")
+    assert pairs_of(kind.detect(conn, settings, {})) == sorted(ranked[:7] + [far])
     conn.close()
 
 

@@ -56,8 +56,7 @@ class LinkSuggestion(Kind):
             return None  # nothing embedded yet: no judgement either way
         floor = settings.curation.suggestion_min_cosine
         refresh_close_pairs(conn, model_id, floor, NEIGHBOURS)  # only what changed since the last refresh
-        pairs = close_pairs.all_pairs(conn)
-        if not pairs and not vector_codes.vector_count(conn, model_id, vector_codes.NOTES):
+        if not vector_codes.vector_count(conn, model_id, vector_codes.NOTES):
             return None
         linked = curation_store.linked_note_pairs(conn)
         refs = {ref.note_id: ref for ref in graph_store.all_note_refs(conn)}
@@ -66,31 +65,43 @@ class LinkSuggestion(Kind):
         for a, b in linked:
             around.setdefault(a, set()).add(b)
             around.setdefault(b, set()).add(a)
-        valid = [(a, b, cosine) for a, b, cosine in pairs
-                 if (a, b) not in linked and a not in logs and b not in logs and a in refs and b in refs]
-        # The bar maps to 0.2, a cosine of 1 to 0.7: below the link repairs, ordered by closeness.
-        importances = [round(0.2 + 0.5 * min(1.0, max(0.0, (c - floor) / max(1e-9, 1.0 - floor))), 4)
-                       for _, _, c in valid]
-        # Cards for the pairs that have one (kept, updated or closed by the refresh) and for the best
-        # pairs that could get a new one: a refresh adds the best curation.max_new_suggestions of
-        # those without, so the best that many more than there are cards hold them, ties included
-        # (a million notes have millions of close pairs: no candidate for each).
+
+        def usable(a: str, b: str) -> bool:
+            return (a, b) not in linked and a not in logs and b not in logs and a in refs and b in refs
+
+        def importance(cosine: float) -> float:
+            # The bar maps to 0.2, a cosine of 1 to 0.7: below the link repairs, ordered by closeness.
+            return round(0.2 + 0.5 * min(1.0, max(0.0, (cosine - floor) / max(1e-9, 1.0 - floor))), 4)
+
+        # Candidates for the pairs that have a card (kept, updated or closed by the refresh) and for
+        # the best pairs that could get a new one: a refresh adds the best
+        # curation.max_new_suggestions of those without, so the best that many more than there are
+        # cards hold them, ties included (a million notes have millions of close pairs: not one each).
         existing = curation_store.items_of_kind(conn, self.name)
         carded = {tuple(sorted((i.payload["source"]["note_id"], i.payload["target"]["note_id"])))
                   for i in existing.values()}
         room = settings.curation.max_new_suggestions + len(existing)
-        bar = sorted(importances, reverse=True)[room - 1] if len(importances) > room else float("-inf")
-        out = []
-        for (a, b, cosine), importance in zip(valid, importances):
-            if importance < bar and (a, b) not in carded:
+        chosen: dict[tuple[str, str], float] = {}
+        bar = None
+        for a, b, cosine in close_pairs.closest_first(conn):
+            if not usable(a, b):
                 continue
+            if bar is not None and importance(cosine) < bar:
+                break
+            chosen[(a, b)] = cosine
+            if len(chosen) == room:
+                bar = importance(cosine)
+        chosen.update((pair, cosine) for pair, cosine in close_pairs.cosines_of(conn, sorted(carded - set(chosen)))
+                      .items() if usable(*pair))
+        out = []
+        for (a, b), cosine in chosen.items():
             # The note with fewer links gets the link (it needs it more); ties by path.
             source, target = sorted((refs[a], refs[b]), key=lambda r: (len(around.get(r.note_id, ())), r.path))
             payload = {"source": {"note_id": source.note_id, "path": source.path, "title": source.title},
                        "target": {"note_id": target.note_id, "path": target.path, "title": target.title},
                        "cosine": round(cosine, 4),
                        "shared_links": len(around.get(a, set()) & around.get(b, set()))}
-            out.append(Candidate(subject(pair=[a, b]), source.note_id, payload, importance))
+            out.append(Candidate(subject(pair=[a, b]), source.note_id, payload, importance(cosine)))
         return out
 
     def new_card_limit(self, conn: apsw.Connection, settings: Settings, waiting: int) -> int:

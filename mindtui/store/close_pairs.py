@@ -9,7 +9,7 @@ settings make every row void (`start_over`).
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import apsw
 
@@ -79,8 +79,24 @@ def write(conn: apsw.Connection, found: dict[str, dict[str, float]], gone: list[
     conn.executemany("DELETE FROM note_vector_changes WHERE note_id = ?", ((n,) for n in [*found, *gone]))
 
 
-def all_pairs(conn: apsw.Connection) -> list[tuple[str, str, float]]:
-    """(a, b, cosine) with a < b for every pair in a row either way round."""
-    return [tuple(row) for row in conn.execute(
-        "SELECT min(note_id, other_id), max(note_id, other_id), max(cosine) FROM note_close_pairs"
-        " GROUP BY 1, 2 ORDER BY 1, 2")]
+def closest_first(conn: apsw.Connection) -> Iterator[tuple[str, str, float]]:
+    """(a, b, cosine) with a < b, the closest pair first, each pair once (at the higher cosine of
+    its two rows), read as the caller goes (a million notes have millions of pairs)."""
+    seen: set[tuple[str, str]] = set()
+    for note_id, other_id, cosine in conn.execute(
+            "SELECT note_id, other_id, cosine FROM note_close_pairs ORDER BY cosine DESC"):
+        pair = (min(note_id, other_id), max(note_id, other_id))
+        if pair not in seen:
+            seen.add(pair)
+            yield pair[0], pair[1], cosine
+
+
+def cosines_of(conn: apsw.Connection, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], float]:
+    """The cosine of each of these pairs that is in a row either way round."""
+    out = {}
+    for a, b in pairs:
+        row = conn.execute("SELECT max(cosine) FROM note_close_pairs WHERE (note_id = ? AND other_id = ?)"
+                           " OR (note_id = ? AND other_id = ?)", (a, b, b, a)).fetchone()
+        if row[0] is not None:
+            out[(a, b)] = row[0]
+    return out
