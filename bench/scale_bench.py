@@ -16,7 +16,9 @@ as in ann_bench.py). What is measured, in one run (work files under --work, vaul
 - item 2: recall@50 of the product's KNN (store.vectors.knn, whatever index it uses) against
   the exact float ranking, and its p50/p95 as ratios to a numpy float32 exact scan of the same
   vectors timed in the same run;
-- item 4: a note's similar notes (graph.suggest.similar_notes: one note-vector query);
+- item 4: a note's similar notes (graph.suggest.similar_notes: one note-vector query over the
+  code indexes the nightly builds), and the nightly's close pairs for link suggestions from
+  scratch, with nothing changed and after 100 notes' vectors changed (curation.close_notes);
 - item 5, search: the TUI's per-keystroke full-text query (prefixes of queries drawn from the
   vault) and hybrid search, through the service;
 - item 6: the real model's embedding sweep with a budget on a copy of the import database;
@@ -93,7 +95,7 @@ def rerun_command(args: argparse.Namespace, item: str) -> str:
 def chunk_count(db: Path) -> tuple[int, int]:
     from mindtui.store import open_database
 
-    conn = open_database(db, readonly=True)
+    conn = open_database(db)  # not read only: a database kept from an older schema is upgraded first
     try:
         return conn.execute("SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM chunks)").fetchone()
     finally:

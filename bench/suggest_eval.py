@@ -10,6 +10,8 @@ cosine between the notes' chunks (the former: the k nearest chunks of each of th
 - link recall@10: the share of the note's linked notes (either way) in its top 10 (no note's
   links are left out: this asks how well meaning alone finds what the owner linked);
 - milliseconds per note of each.
+--index: the current way over the code indexes (the chunks' and the note vectors', built here and
+used whatever their size, as above search.ann_min_vectors); the former way scans exactly.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from mindtui.config import load_settings  # noqa: E402
 from mindtui.graph.suggest import similar_notes  # noqa: E402
-from mindtui.store import graph_store, open_database  # noqa: E402
+from mindtui.store import ann, graph_store, open_database, vector_codes  # noqa: E402
 from mindtui.store import note_vectors as note_vector_store  # noqa: E402
 from mindtui.store import vectors as vector_store  # noqa: E402
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta  # noqa: E402
@@ -52,13 +55,16 @@ def top(scores: dict[str, float]) -> list[str]:
     return sorted(scores, key=lambda n: (-scores[n], n))[:TOP]
 
 
-def evaluate(conn, model_id: str, note_ids: list[str]) -> dict:
+def evaluate(conn, model_id: str, note_ids: list[str], indexed: bool = False) -> dict:
     linked = graph_store.link_neighbours(conn, note_ids)
     overlap, recall_old, recall_new, ms_old, ms_new = [], [], [], [], []
     for note_id in note_ids:
+        ann.forget(conn)  # the former way: exact scans
         started = time.perf_counter()
         old = top(per_chunk_similar(conn, note_id, model_id, K))
         ms_old.append((time.perf_counter() - started) * 1000)
+        if indexed:
+            ann.configure(conn, 1, load_settings().search.ann_rescore)
         started = time.perf_counter()
         new = top(similar_notes(conn, note_id, model_id, K))
         ms_new.append((time.perf_counter() - started) * 1000)
@@ -79,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("db", type=Path, help="a copy of an embedded database (it is written)")
     parser.add_argument("--notes", type=int, default=300)
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--index", action="store_true", help="the current way over the code indexes")
     args = parser.parse_args(argv)
     conn = open_database(args.db)
     model_id = get_meta(conn, EMBEDDING_MODEL_KEY)
@@ -87,12 +94,19 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     written = note_vector_store.refresh_note_vectors(conn, model_id)
     print(f"note vectors: {written} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    if args.index:
+        started = time.perf_counter()
+        with conn:
+            for space in (vector_codes.CHUNKS, vector_codes.NOTES):
+                vector_codes.build(conn, model_id, space)
+        print(f"code indexes built in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     with_links = sorted(n for n, others in graph_store.link_neighbours(
         conn, [r.note_id for r in graph_store.all_note_refs(conn)]).items() if others - {n})
     sample = random.Random(args.seed).sample(with_links, min(args.notes, len(with_links)))
-    for key, value in evaluate(conn, model_id, sample).items():
+    for key, value in evaluate(conn, model_id, sample, args.index).items():
         print(f"{key:<28} {value:.3f}" if isinstance(value, float) else f"{key:<28} {value}")
-    print(f"rerun: .venv/bin/python bench/suggest_eval.py {args.db} --notes {args.notes} --seed {args.seed}")
+    print(f"rerun: .venv/bin/python bench/suggest_eval.py {args.db} --notes {args.notes} --seed {args.seed}"
+          + " --index" * args.index)
     return 0
 
 

@@ -7,12 +7,13 @@ tests/test_graph.py::test_suggestions_by_meaning_with_the_real_model (it goes th
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from fakes import DeterministicFakeEmbedder
 
 from mindtui.audience import Audience
 from mindtui.graph.suggest import similar_notes
 from mindtui.models.sweep import run_embed_sweep
-from mindtui.store import graph_store, open_database
+from mindtui.store import ann, graph_store, open_database, vector_codes
 from mindtui.store import note_vectors as note_vector_store
 from mindtui.store.visibility import restrict
 
@@ -116,9 +117,20 @@ def test_a_deleted_note_or_one_turned_off_for_models_loses_its_vector(vault, db_
     conn.close()
 
 
-def test_an_agent_never_gets_a_hidden_notes_vector_and_keeps_its_pool(vault, db_path):
+def over_code_indexes(conn) -> None:
+    """The chunks' and the note vectors' code indexes built, and used whatever their size."""
+    with conn:
+        vector_codes.build(conn, FAKE)
+        vector_codes.build(conn, FAKE, vector_codes.NOTES)
+    ann.configure(conn, 1, 300)
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_an_agent_never_gets_a_hidden_notes_vector_and_keeps_its_pool(vault, db_path, indexed):
     swept(vault, db_path)
     conn = open_database(db_path)
+    if indexed:
+        over_code_indexes(conn)
     hidden = note_id(conn, "Geheim.md")
     own = note_vector_store.note_vector(conn, hidden, FAKE)
     assert next(iter(note_vector_store.nearest_notes(conn, own, FAKE, 1))) == hidden  # the owner's nearest
@@ -153,17 +165,30 @@ def test_suggestions_ask_one_vector_query_and_score_as_before(vault, db_path):
     conn.close()
 
 
-def test_curation_reads_every_readable_notes_vector_even_before_the_sweep_refreshes_it(vault, db_path):
+def test_over_the_code_indexes_suggestions_scan_no_vector_table_and_score_as_the_exact_path(vault, db_path):
+    """Above search.ann_min_vectors the note query scans the note vectors' codes, and the chunk
+    vectors compared come from the chunks' float16 copies: the same notes, the same scores to
+    float16 precision, and no vec0 table read but for the note's own vector (by rowid)."""
     swept(vault, db_path)
-    vault.write("Tee.md", "---\nstatus: draft\n---\n# Tee\n\nÜber Tee und Wasser.\n")  # stale, same chunks
-    run_import(db_path, vault.root)
     conn = open_database(db_path)
-    with conn:
-        conn.execute("DELETE FROM note_embeddings WHERE note_id = ?", (note_id(conn, "Kaffee.md"),))  # none yet
-    vectors = note_vector_store.all_note_vectors(conn, FAKE)
-    assert sorted(vectors) == sorted(note_id(conn, p) for p in ("Geheim.md", "Kaffee.md", "Lang.md", "Tee.md"))
-    for other, vector in vectors.items():
-        np.testing.assert_allclose(vector, chunk_mean(conn, other), atol=1e-5)
+    lang = note_id(conn, "Lang.md")
+    own = note_vector_store.note_vector(conn, lang, FAKE)
+    exact = similar_notes(conn, lang, FAKE, k=10)
+    exact_nearest = [note_vector_store.nearest_notes(conn, own, FAKE, k) for k in (1, 2, 3)]
+    over_code_indexes(conn)
+    assert ann.index_for(conn, vector_codes.NOTES) is not None
+    queries = []
+    conn.exec_trace = lambda cursor, sql, bindings: queries.append(sql) or True
+    found = similar_notes(conn, lang, FAKE, k=10)
+    nearest = [note_vector_store.nearest_notes(conn, own, FAKE, k) for k in (1, 2, 3)]
+    conn.exec_trace = None
+    assert not any("MATCH" in sql or "vec_chunks" in sql for sql in queries)
+    assert any("note_vector_halves" in sql for sql in queries)  # the note candidates ranked again
+    for got, want in zip(nearest, exact_nearest):
+        assert list(got) == list(want) and all(abs(got[n] - want[n]) < 2e-3 for n in want)
+    assert found.keys() == exact.keys() and len(found) == 3
+    for other, cosine in exact.items():
+        assert abs(found[other] - cosine) < 2e-3
     conn.close()
 
 

@@ -29,14 +29,14 @@ def crowded(n: int, seed: int) -> np.ndarray:
     return (block / np.linalg.norm(block, axis=1, keepdims=True)).astype(np.float32)
 
 
-def stored_codes(conn) -> dict[int, np.ndarray]:
-    pages = vector_codes.read_pages(conn, list(vector_codes.page_stamps(conn)), DIM)
+def stored_codes(conn, space=vector_codes.CHUNKS) -> dict[int, np.ndarray]:
+    pages = vector_codes.read_pages(conn, list(vector_codes.page_stamps(conn, space)), DIM, space)
     return {int(i): c for ids, codes in pages.values() for i, c in zip(ids, codes)}
 
 
-def every_vector(conn) -> dict[int, np.ndarray]:
+def every_vector(conn, space=vector_codes.CHUNKS) -> dict[int, np.ndarray]:
     return {rowid: np.frombuffer(blob, dtype=np.float32)
-            for rowid, blob in conn.execute("SELECT rowid, embedding FROM vec_chunks")}
+            for rowid, blob in conn.execute(f"SELECT rowid, embedding FROM {space.vectors}")}
 
 
 @pytest.fixture
@@ -51,8 +51,9 @@ def insert(conn, names, vectors, model="m"):
         vector_store.insert_vectors(conn, model, names, vectors)
 
 
-def halves(conn) -> dict[int, np.ndarray]:
-    return {i: np.frombuffer(b, dtype=np.float16) for i, b in conn.execute("SELECT embedding_id, half FROM vector_halves")}
+def halves(conn, space=vector_codes.CHUNKS) -> dict[int, np.ndarray]:
+    return {i: np.frombuffer(b, dtype=np.float16)
+            for i, b in conn.execute(f"SELECT {space.halves_id}, half FROM {space.halves}")}
 
 
 def test_codes_follow_every_insert_and_delete_once_built(conn):
@@ -151,7 +152,7 @@ def test_a_process_reads_again_only_the_pages_that_changed(conn, monkeypatch):
     assert len(ann.index_for(conn)) == 2
     read = []
     real_read = vector_codes.read_pages
-    monkeypatch.setattr(vector_codes, "read_pages", lambda c, pages, dim: read.append(sorted(pages)) or real_read(c, pages, dim))
+    monkeypatch.setattr(vector_codes, "read_pages", lambda c, pages, dim, space: read.append(sorted(pages)) or real_read(c, pages, dim, space))
     assert len(ann.index_for(conn)) == 2 and read == []  # nothing moved: nothing read
     insert(conn, ["new"], vectors[5:6])  # embedding id 4098: the second page
     snapshot = ann.index_for(conn)
@@ -206,8 +207,10 @@ def test_the_nightly_builds_the_index_and_the_owners_status_shows_its_recall(vau
         assert result.ok
         report = result.steps[-1].report["vector_index"]
         assert report["vector_index"] == "codes" and report["recall_at_50"] == 1.0
+        assert report["notes"]["vector_index"] == "codes" and report["notes"]["recall_at_50"] == 1.0
         status = owner.status()["vector_index"]
     assert status["built"] and status["vectors_coded"] == 30
+    assert status["notes"]["built"] and status["notes"]["vectors_coded"] == 30
     assert status["recall"]["recall_at_50"] == 1.0 and status["recall"]["queries"] == 10
     assert status["recall"]["source"] == "vectors"  # no logged searches yet
     with Service(settings, audience=Audience.AGENT, models=holder) as agent:
@@ -243,8 +246,9 @@ def test_hybrid_search_over_the_code_index_gives_the_exact_scans_top_results(emb
 
 
 # The embed sweep in a child that SIGKILLs itself at the N-th commit ("before": in the commit
-# hook, the transaction is lost; N = 0: no kill). The code index is built already: every batch
-# writes vectors and codes, the first one deletes the vectors of a changed note too.
+# hook, the transaction is lost; N = 0: no kill). Both code indexes are built already: every batch
+# writes vectors and codes, the first one deletes the vectors of a changed note too, and the note
+# vectors' pages then write note vectors and their codes (and take out the changed note's).
 SWEEP_KILLED_AT = """
 import os, signal, sys
 import apsw
@@ -278,14 +282,18 @@ def sweep_killed_at(db, when: int) -> int:
                           capture_output=True, text=True, timeout=300).returncode
 
 
-def index_state(db) -> tuple:
+def index_state(db, space=vector_codes.CHUNKS) -> tuple:
     conn = open_database(db)
     try:
-        codes = stored_codes(conn)
-        return (sorted(every_vector(conn)), {i: c.tobytes() for i, c in codes.items()},
-                vector_codes.coded_count(conn), {i: h.tobytes() for i, h in halves(conn).items()})
+        codes = stored_codes(conn, space)
+        return (sorted(every_vector(conn, space)), {i: c.tobytes() for i, c in codes.items()},
+                vector_codes.coded_count(conn, space), {i: h.tobytes() for i, h in halves(conn, space).items()})
     finally:
         conn.close()
+
+
+def both_indexes(db) -> tuple:
+    return index_state(db), index_state(db, vector_codes.NOTES)
 
 
 def test_a_sweep_killed_at_any_commit_then_rerun_leaves_the_codes_of_a_clean_run(vault, db_path, tmp_path):
@@ -301,6 +309,7 @@ def test_a_sweep_killed_at_any_commit_then_rerun_leaves_the_codes_of_a_clean_run
         run_embed_sweep(conn, DeterministicFakeEmbedder(), batch_size=8)
         with conn:
             vector_codes.build(conn, "fake-hash-embedder")
+            vector_codes.build(conn, "fake-hash-embedder", vector_codes.NOTES)
     finally:
         conn.close()
     for i in range(10):
@@ -314,8 +323,10 @@ def test_a_sweep_killed_at_any_commit_then_rerun_leaves_the_codes_of_a_clean_run
     clean = tmp_path / "clean.db"
     shutil.copy(db_path, clean)
     assert sweep_killed_at(clean, 0) == 0
-    want = index_state(clean)
-    assert want[0] == sorted(want[1]) == sorted(want[3]) and want[2] == len(want[0])  # every vector coded, no other
+    want = both_indexes(clean)
+    for space in want:  # every vector coded, no other
+        assert space[0] == sorted(space[1]) == sorted(space[3]) and space[2] == len(space[0])
+    assert len(want[1][0]) == 22  # a note vector for each note
     when = 1
     while True:
         killed = tmp_path / f"killed{when}.db"
@@ -325,7 +336,7 @@ def test_a_sweep_killed_at_any_commit_then_rerun_leaves_the_codes_of_a_clean_run
             break
         assert code == -9, code
         assert sweep_killed_at(killed, 0) == 0  # the rerun
-        assert index_state(killed) == want, when
+        assert both_indexes(killed) == want, when
         when += 1
     assert when > 3
 

@@ -3,7 +3,8 @@
 Closeness is the cosine of the notes' mean chunk vectors (each note's chunk vectors averaged and
 normalised): measured on the sample vault it ranks related pairs above pairs that merely share
 one generic chunk, which the best single chunk pair does not (e5 gives every short heading-like
-chunk a high cosine). Strong = at least curation.suggestion_min_cosine. Only notes a model may
+chunk a high cosine). The close pairs are kept incrementally (curation.close_notes): a refresh
+looks up only the notes whose vectors changed and their close notes. Strong = at least curation.suggestion_min_cosine. Only notes a model may
 read (ai_processing on) take part, and no work log (graph.work_logs: it names everything).
 The subject is the unordered pair: a rejected pair is never suggested again, either way round.
 """
@@ -14,17 +15,16 @@ import datetime
 import re
 
 import apsw
-import numpy as np
 
 from mindtui.config import Settings
 from mindtui.curation.kinds import (
     Action, Arg, Candidate, EditContext, FileEdit, Kind, Plan, UnknownAction, dismiss_plan, subject,
 )
+from mindtui.curation.close_notes import refresh_close_pairs
 from mindtui.curation.links import link_name, name_index
 from mindtui.curation.note_lines import NoteLines, edit_lines
 from mindtui.curation.vault_edit import EditRefused, NoteChanged, read_checked
-from mindtui.store import curation_store, graph_store
-from mindtui.store import note_vectors as note_vector_store
+from mindtui.store import close_pairs, curation_store, graph_store, vector_codes
 from mindtui.store import notes as note_store
 from mindtui.store.curation_store import CurationItem
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
@@ -32,30 +32,11 @@ from mindtui.text.globs import excluded_by
 from mindtui.vault.links import WIKILINK, split_target
 from mindtui.vault.resolve import stem_key
 
-BLOCK = 512  # rows of the similarity matrix computed at once (512 x notes floats)
+# Close notes looked up per note (curation.close_notes): the cards a refresh adds are few
+# (curation.max_new_suggestions), the best pairs; a note close to more than this many at the
+# floor has its nearest kept.
+NEIGHBOURS = 20
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-
-
-def _note_vectors(conn: apsw.Connection, model_id: str) -> tuple[list[str], np.ndarray]:
-    """Note ids and their normalised mean chunk vectors (the embed sweep's note vectors)."""
-    vectors = note_vector_store.all_note_vectors(conn, model_id)
-    ids = sorted(vectors)
-    if not ids:
-        return [], np.zeros((0, 0), dtype=np.float32)
-    return ids, np.stack([vectors[n] for n in ids])
-
-
-def close_pairs(ids: list[str], matrix: np.ndarray, floor: float) -> list[tuple[str, str, float]]:
-    """(a, b, cosine) with a < b for every pair at or above `floor`, computed block by block."""
-    out = []
-    for start in range(0, len(ids), BLOCK):
-        block = matrix[start:start + BLOCK] @ matrix.T
-        rows, cols = np.nonzero(block >= floor)
-        for row, col in zip(rows.tolist(), cols.tolist()):
-            i = start + row
-            if col > i:
-                out.append((min(ids[i], ids[col]), max(ids[i], ids[col]), float(block[row, col])))
-    return out
 
 
 class LinkSuggestion(Kind):
@@ -73,10 +54,10 @@ class LinkSuggestion(Kind):
         model_id = get_meta(conn, EMBEDDING_MODEL_KEY)
         if not model_id:
             return None  # nothing embedded yet: no judgement either way
-        ids, matrix = _note_vectors(conn, model_id)
-        if not ids:
-            return None
         floor = settings.curation.suggestion_min_cosine
+        refresh_close_pairs(conn, model_id, floor, NEIGHBOURS)  # only what changed since the last refresh
+        if not vector_codes.vector_count(conn, model_id, vector_codes.NOTES):
+            return None
         linked = curation_store.linked_note_pairs(conn)
         refs = {ref.note_id: ref for ref in graph_store.all_note_refs(conn)}
         logs = {n for n, ref in refs.items() if excluded_by(ref.path, settings.graph.work_logs) is not None}
@@ -84,19 +65,43 @@ class LinkSuggestion(Kind):
         for a, b in linked:
             around.setdefault(a, set()).add(b)
             around.setdefault(b, set()).add(a)
-        out = []
-        for a, b, cosine in close_pairs(ids, matrix, floor):
-            if (a, b) in linked or a in logs or b in logs or a not in refs or b not in refs:
+
+        def usable(a: str, b: str) -> bool:
+            return (a, b) not in linked and a not in logs and b not in logs and a in refs and b in refs
+
+        def importance(cosine: float) -> float:
+            # The bar maps to 0.2, a cosine of 1 to 0.7: below the link repairs, ordered by closeness.
+            return round(0.2 + 0.5 * min(1.0, max(0.0, (cosine - floor) / max(1e-9, 1.0 - floor))), 4)
+
+        # Candidates for the pairs that have a card (kept, updated or closed by the refresh) and for
+        # the best pairs that could get a new one: a refresh adds the best
+        # curation.max_new_suggestions of those without, so the best that many more than there are
+        # cards hold them, ties included (a million notes have millions of close pairs: not one each).
+        existing = curation_store.items_of_kind(conn, self.name)
+        carded = {tuple(sorted((i.payload["source"]["note_id"], i.payload["target"]["note_id"])))
+                  for i in existing.values()}
+        room = settings.curation.max_new_suggestions + len(existing)
+        chosen: dict[tuple[str, str], float] = {}
+        bar = None
+        for a, b, cosine in close_pairs.closest_first(conn):
+            if not usable(a, b):
                 continue
+            if bar is not None and importance(cosine) < bar:
+                break
+            chosen[(a, b)] = cosine
+            if len(chosen) == room:
+                bar = importance(cosine)
+        chosen.update((pair, cosine) for pair, cosine in close_pairs.cosines_of(conn, sorted(carded - set(chosen)))
+                      .items() if usable(*pair))
+        out = []
+        for (a, b), cosine in chosen.items():
             # The note with fewer links gets the link (it needs it more); ties by path.
             source, target = sorted((refs[a], refs[b]), key=lambda r: (len(around.get(r.note_id, ())), r.path))
             payload = {"source": {"note_id": source.note_id, "path": source.path, "title": source.title},
                        "target": {"note_id": target.note_id, "path": target.path, "title": target.title},
                        "cosine": round(cosine, 4),
                        "shared_links": len(around.get(a, set()) & around.get(b, set()))}
-            # The bar maps to 0.2, a cosine of 1 to 0.7: below the link repairs, ordered by closeness.
-            importance = round(0.2 + 0.5 * min(1.0, max(0.0, (cosine - floor) / max(1e-9, 1.0 - floor))), 4)
-            out.append(Candidate(subject(pair=[a, b]), source.note_id, payload, importance))
+            out.append(Candidate(subject(pair=[a, b]), source.note_id, payload, importance(cosine)))
         return out
 
     def new_card_limit(self, conn: apsw.Connection, settings: Settings, waiting: int) -> int:

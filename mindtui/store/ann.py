@@ -1,4 +1,4 @@
-"""Vector search over the code index (vector_codes.py) in memory: the int8 codes of every vector
+"""Vector search over a code index (vector_codes.py; chunks' or notes') in memory: the int8 codes of every vector
 scanned exactly with SIMD int8 dot products (numkong), the best `rescore` of them ranked again by
 their float16 copies (vector_halves, one b-tree row each).
 
@@ -8,7 +8,7 @@ at a part of the data misses: IVF probing 3 % of its lists 0.41 recall@50, HNSW 
 0.79, PCA-96 0.45, centred binary codes with 3,000 rescored 0.84. The int8 scan reads a quarter of
 the bytes of the float scan with the same ranking up to a few hundred places (bench/ann_bench.py).
 
-The codes are read from the file once per process and database (a million vectors are 384 MB);
+The codes are read from the file once per process, database and space (a million vectors are 384 MB);
 a query checks one meta row (the stamp) and reads again only the pages whose stamp moved.
 Used only where `configure` said so for the connection (search.ann_min_vectors and
 search.ann_rescore, config/mindtui.yaml), above that many vectors; else the exact scan runs.
@@ -56,6 +56,7 @@ def settings_of(conn: apsw.Connection) -> AnnSettings | None:
 @dataclass(frozen=True)
 class _Snapshot:
     """One consistent state of the codes: what a search reads while another thread refreshes."""
+    space: vector_codes.VectorSpace
     fit_id: str
     stamp: int
     params: vector_codes.CodeParams
@@ -69,34 +70,36 @@ class _Snapshot:
 
 
 class _CodeCache:
-    def __init__(self) -> None:
+    def __init__(self, space: vector_codes.VectorSpace) -> None:
+        self.space = space
         self.lock = threading.Lock()
         self.snapshot: _Snapshot | None = None
 
     def current(self, conn: apsw.Connection) -> _Snapshot | None:
         """The codes as this connection's database holds them now (None: no index built)."""
-        now = vector_codes.stamp(conn)
+        now = vector_codes.stamp(conn, self.space)
         snapshot = self.snapshot
         if snapshot is not None and snapshot.stamp == now:
             return snapshot
         with self.lock:
             if self.snapshot is not None and self.snapshot.stamp == now:
                 return self.snapshot
-            self.snapshot = _refreshed(conn, self.snapshot, now)
+            self.snapshot = _refreshed(conn, self.space, self.snapshot, now)
             return self.snapshot
 
 
-def _refreshed(conn: apsw.Connection, old: _Snapshot | None, now: int) -> _Snapshot | None:
-    params = vector_codes.load_params(conn)
+def _refreshed(conn: apsw.Connection, space: vector_codes.VectorSpace, old: _Snapshot | None, now: int
+               ) -> _Snapshot | None:
+    params = vector_codes.load_params(conn, space)
     if params is None:
         return None
     dim = len(params.mean)
-    stamps = vector_codes.page_stamps(conn)
+    stamps = vector_codes.page_stamps(conn, space)
     kept = old.pages if old is not None and old.fit_id == params.fit_id else {}
     old_stamps = old.page_stamps if kept else {}
     changed = [page for page, page_stamp in stamps.items() if old_stamps.get(page) != page_stamp]
     pages = {page: kept[page] for page in stamps if page not in changed}
-    pages.update(vector_codes.read_pages(conn, changed, dim))
+    pages.update(vector_codes.read_pages(conn, changed, dim, space))
     order = sorted(pages)
     if order:
         ids = np.concatenate([pages[p][0] for p in order])
@@ -109,31 +112,31 @@ def _refreshed(conn: apsw.Connection, old: _Snapshot | None, now: int) -> _Snaps
         end = start + len(pages[page][0])
         views[page] = (ids[start:end], codes[start:end])
         start = end
-    return _Snapshot(params.fit_id, now, params, stamps, views, ids, codes)
+    return _Snapshot(space, params.fit_id, now, params, stamps, views, ids, codes)
 
 
-_caches: dict[str, _CodeCache] = {}
-_by_connection: "weakref.WeakKeyDictionary[apsw.Connection, _CodeCache]" = weakref.WeakKeyDictionary()
+_caches: dict[tuple[str, str], _CodeCache] = {}
+_by_connection: "weakref.WeakKeyDictionary[apsw.Connection, dict[str, _CodeCache]]" = weakref.WeakKeyDictionary()
 _caches_lock = threading.Lock()
 
 
-def _cache(conn: apsw.Connection) -> _CodeCache:
-    """One cache per database file for the whole process (every pooled connection shares it);
-    a connection to a file with no name (in memory) has its own."""
+def _cache(conn: apsw.Connection, space: vector_codes.VectorSpace) -> _CodeCache:
+    """One cache per database file and space for the whole process (every pooled connection
+    shares it); a connection to a file with no name (in memory) has its own."""
     name = conn.filename
     with _caches_lock:
         if not name:
-            return _by_connection.setdefault(conn, _CodeCache())
-        return _caches.setdefault(name, _CodeCache())
+            return _by_connection.setdefault(conn, {}).setdefault(space.name, _CodeCache(space))
+        return _caches.setdefault((name, space.name), _CodeCache(space))
 
 
-def index_for(conn: apsw.Connection) -> _Snapshot | None:
-    """The code index this connection's searches use, None when the exact scan serves (not
-    configured, no index built, or fewer vectors than search.ann_min_vectors)."""
+def index_for(conn: apsw.Connection, space: vector_codes.VectorSpace = vector_codes.CHUNKS) -> _Snapshot | None:
+    """The code index of `space` this connection's searches use, None when the exact scan serves
+    (not configured, no index built, or fewer vectors than search.ann_min_vectors)."""
     chosen = _settings.get(conn)
     if chosen is None:
         return None
-    snapshot = _cache(conn).current(conn)
+    snapshot = _cache(conn, space).current(conn)
     if snapshot is None or len(snapshot) < max(1, chosen.min_vectors):
         return None
     return snapshot
@@ -144,7 +147,7 @@ def candidates_among(snapshot: _Snapshot, query: np.ndarray, ids: np.ndarray, co
     gathered and scanned alone (a few thousand of a million cost next to nothing)."""
     rows = np.searchsorted(snapshot.ids, ids)  # the snapshot's ids ascend (pages in order, ids within them)
     rows = rows[(rows < len(snapshot.ids)) & (snapshot.ids[np.minimum(rows, len(snapshot.ids) - 1)] == ids)]
-    subset = _Snapshot(snapshot.fit_id, snapshot.stamp, snapshot.params, {}, {}, snapshot.ids[rows],
+    subset = _Snapshot(snapshot.space, snapshot.fit_id, snapshot.stamp, snapshot.params, {}, {}, snapshot.ids[rows],
                        snapshot.codes[rows])
     return candidates(subset, query, count)
 
@@ -173,12 +176,13 @@ def scan(query_codes: np.ndarray, codes: np.ndarray, count: int) -> np.ndarray:
     return best[np.argsort(-scores[best], kind="stable")]
 
 
-def rescored(conn: apsw.Connection, ids: np.ndarray, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """(embedding id, cosine distance) of the `k` nearest of `ids` by their float16 copies, as
-    sqlite-vec computes the distance (to ~1e-4). An id whose vector was deleted since is left out."""
+def rescored(conn: apsw.Connection, ids: np.ndarray, query: np.ndarray, k: int,
+             space: vector_codes.VectorSpace = vector_codes.CHUNKS) -> list[tuple[int, float]]:
+    """(id, cosine distance) of the `k` nearest of `ids` by their float16 copies, as sqlite-vec
+    computes the distance (to ~1e-4). An id whose vector was deleted since is left out."""
     if len(ids) == 0:
         return []
-    found = vector_codes.float_vectors(conn, ids)
+    found = vector_codes.float_vectors(conn, ids, space)
     if not found:
         return []
     found_ids = np.fromiter(found, dtype=np.int64, count=len(found))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import apsw
 
 from mindtui.store.edges import EdgeRow, insert_edges
-from mindtui.store.note_vectors import vectors_by_rowid
+from mindtui.store.note_vectors import stored_vectors
 from mindtui.store.visibility import model_readable
 
 CHANGE_SIGNAL = "change"
@@ -112,7 +112,7 @@ def first_chunk_vectors(conn: apsw.Connection, note_ids: list[str], model_id: st
         " row_number() OVER (PARTITION BY c.note_id ORDER BY c.seq) AS place FROM chunks c"
         " CROSS JOIN embeddings e ON e.content_hash = c.content_hash AND e.model_id = ?"
         f" WHERE c.note_id IN ({marks})) WHERE place <= ?", (model_id, *note_ids, limit)).fetchall()
-    vectors = vectors_by_rowid(conn, "vec_chunks", sorted({e for _, e in owners}))
+    vectors = stored_vectors(conn, sorted({e for _, e in owners}))
     out: dict[str, list[bytes]] = {}
     for note_id, embedding_id in owners:
         if embedding_id in vectors:

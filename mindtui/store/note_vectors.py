@@ -18,8 +18,9 @@ from typing import Sequence
 import apsw
 import numpy as np
 
+from mindtui.store import vector_codes
+from mindtui.store import vectors as vector_store
 from mindtui.store.batch import immediate
-from mindtui.store.vectors import MAX_K, VectorHit
 from mindtui.store.visibility import model_readable
 
 PAGE = 500  # notes recomputed per transaction
@@ -59,6 +60,9 @@ def refresh_note_vectors(conn: apsw.Connection, model_id: str, until: float | No
     a time.monotonic() after which no further page is begun (the rest waits for the next run;
     `left` says whether some is left)."""
     done = {"computed": 0, "kept": 0, "removed": 0}
+    fitted = vector_codes.load_params(conn, vector_codes.NOTES)
+    if fitted is not None and fitted.model_id != model_id:
+        vector_codes.drop(conn, vector_codes.NOTES)  # fitted to another model's vectors: the nightly fits it again
     after = ""
     while True:
         page, after = _work_page(conn, model_id, after)
@@ -82,8 +86,9 @@ def _refresh_page(conn: apsw.Connection, model_id: str, note_ids: list[str], don
             f" AND e.model_id = ? WHERE c.note_id IN ({marks}) ORDER BY c.note_id, c.seq", (model_id, *note_ids)):
         if note_id in hashes:
             hashes[note_id].append(content_hash)
-    stored = {note_id: (key, model) for note_id, key, model in conn.execute(
-        f"SELECT note_id, source_key, model_id FROM note_embeddings WHERE note_id IN ({marks})", note_ids)}
+    stored = {note_id: (key, model, vector_id) for note_id, key, model, vector_id in conn.execute(
+        f"SELECT note_id, source_key, model_id, note_vector_id FROM note_embeddings WHERE note_id IN ({marks})",
+        note_ids)}
     gone = [n for n in note_ids if n not in readable and n in stored]
     if gone:
         conn.execute(f"DELETE FROM note_embeddings WHERE note_id IN ({','.join('?' * len(gone))})", gone)
@@ -91,24 +96,31 @@ def _refresh_page(conn: apsw.Connection, model_id: str, note_ids: list[str], don
     changed = []
     for note_id in sorted(readable):
         key = _source_key(hashes[note_id])
-        if stored.get(note_id) == (key, model_id):
+        if stored.get(note_id, ())[:2] == (key, model_id):
             done["kept"] += 1
         else:
             changed.append((note_id, key))
     conn.execute(f"UPDATE note_embeddings SET stale = 0 WHERE note_id IN ({marks})", note_ids)
+    # The code index loses the old vectors and gains the new ones in this transaction (a kill: neither).
+    vector_codes.remove(conn, [stored[n][2] for n in gone] + [stored[n][2] for n, _ in changed if n in stored],
+                        vector_codes.NOTES)
     if not changed:
         return
     sums = _chunk_vector_sums(conn, model_id, [n for n, _ in changed])
+    written_ids, written = [], []
     for note_id, key in changed:
         conn.execute("DELETE FROM note_embeddings WHERE note_id = ?", (note_id,))  # its vec_notes row by trigger
         conn.execute("INSERT INTO note_embeddings (note_id, model_id, source_key, chunks) VALUES (?, ?, ?, ?)",
                      (note_id, model_id, key, len(hashes[note_id])))
         if note_id in sums:
             total = sums[note_id]
-            norm = float(np.linalg.norm(total))
-            conn.execute("INSERT INTO vec_notes (rowid, embedding) VALUES (?, ?)",
-                         (conn.last_insert_rowid(), (total / (norm or 1.0)).astype(np.float32).tobytes()))
+            vector = (total / (float(np.linalg.norm(total)) or 1.0)).astype(np.float32)
+            written_ids.append(conn.last_insert_rowid())
+            written.append(vector)
+            conn.execute("INSERT INTO vec_notes (rowid, embedding) VALUES (?, ?)", (written_ids[-1], vector.tobytes()))
         done["computed"] += 1
+    if written:
+        vector_codes.add(conn, written_ids, np.stack(written), vector_codes.NOTES)
 
 
 # CROSS JOIN keeps chunks (found by note id) the outer loop: without statistics SQLite would scan
@@ -139,6 +151,15 @@ def vectors_by_rowid(conn: apsw.Connection, table: str, rowids: list[int], step:
     return out
 
 
+def stored_vectors(conn: apsw.Connection, rowids: list[int], space: vector_codes.VectorSpace = vector_codes.CHUNKS
+                   ) -> dict[int, np.ndarray]:
+    """rowid -> vector of the space: its float16 copies while its code index is built (one b-tree
+    row each: a million-chunk vec0 reads each vector by walking a 1.5 MB blob), else the vec0 rows."""
+    if vector_codes.load_params(conn, space) is not None:
+        return vector_codes.float_vectors(conn, np.asarray(rowids, dtype=np.int64), space)
+    return vectors_by_rowid(conn, space.vectors, rowids)
+
+
 def note_vector(conn: apsw.Connection, note_id: str, model_id: str) -> np.ndarray | None:
     """The note's stored vector, or (stale or not yet written) its chunks' mean computed now;
     None for a note the reader may not see or a model may not read, or with no chunk vector."""
@@ -159,38 +180,30 @@ def note_vector(conn: apsw.Connection, note_id: str, model_id: str) -> np.ndarra
 _SEEN_NOTE = (
     "SELECT ne.note_id FROM note_embeddings ne JOIN notes n ON n.note_id = ne.note_id"
     f" WHERE ne.note_vector_id = ? AND ne.model_id = ? AND {model_readable('n')}")
-_SEEN_VECTORS = (
-    "SELECT ne.note_vector_id FROM note_embeddings ne JOIN notes n ON n.note_id = ne.note_id"
+_SEEN_VECTORS = (  # as store.vectors.knn_within's `allowed`: one column, embedding_id
+    "SELECT ne.note_vector_id AS embedding_id FROM note_embeddings ne JOIN notes n ON n.note_id = ne.note_id"
     f" WHERE ne.model_id = ? AND {model_readable('n')}")
 
 
 def nearest_notes(conn: apsw.Connection, query: np.ndarray, model_id: str, k: int) -> dict[str, float]:
     """Note id -> cosine of the `k` notes whose vectors are nearest `query`, among the notes the
-    reader sees and a model may read: one KNN query; asked again over only those (twice as many
-    each time) while notes the reader may not see take places among the first `k`."""
-    blob = np.asarray(query, dtype=np.float32).tobytes()
+    reader sees and a model may read: one KNN query (over the note vectors' code index above
+    search.ann_min_vectors, store.vectors.knn); asked again over only those (twice as many each
+    time) while notes the reader may not see take places among the first `k`."""
     k = max(1, int(k))
-    given, seen = _note_hits(conn, conn.execute(
-        "SELECT rowid, distance FROM vec_notes WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-        (blob, min(k, MAX_K))), model_id)
-    want = k
-    while len(seen) < k and given >= min(want, MAX_K) and want < MAX_K:
-        given, seen = _note_hits(conn, conn.execute(
-            f"SELECT rowid, distance FROM vec_notes WHERE embedding MATCH ? AND k = ? AND rowid IN ({_SEEN_VECTORS})"
-            " ORDER BY distance", (blob, min(want, MAX_K), model_id)), model_id)
-        want *= 2
-    return dict(list(seen.items())[:k])
+    hits = vector_store.knn_refilled(conn, query, k, lambda found: len(_note_hits(conn, found, model_id)) >= k,
+                                     (_SEEN_VECTORS, (model_id,)), vector_codes.NOTES)
+    return dict(list(_note_hits(conn, hits, model_id).items())[:k])
 
 
-def _note_hits(conn: apsw.Connection, rows, model_id: str) -> tuple[int, dict[str, float]]:
-    """(how many vectors the KNN gave, note id -> cosine of those the reader may use)."""
-    raw = [VectorHit(rowid, distance) for rowid, distance in rows]
+def _note_hits(conn: apsw.Connection, hits: list[vector_store.VectorHit], model_id: str) -> dict[str, float]:
+    """Note id -> cosine of the hits the reader may use, nearest first."""
     out: dict[str, float] = {}
-    for hit in raw:
+    for hit in hits:
         found = conn.execute(_SEEN_NOTE, (hit.embedding_id, model_id)).fetchone()
         if found:
             out[found[0]] = 1.0 - hit.distance
-    return len(raw), out
+    return out
 
 
 def vectors_of(conn: apsw.Connection, note_ids: list[str], model_id: str) -> dict[str, np.ndarray]:
@@ -206,18 +219,10 @@ def vectors_of(conn: apsw.Connection, note_ids: list[str], model_id: str) -> dic
     return {note_id: vectors[rowid] for note_id, rowid in rowids.items() if rowid in vectors}
 
 
-def all_note_vectors(conn: apsw.Connection, model_id: str) -> dict[str, np.ndarray]:
-    """Every readable note's vector: the stored ones (one scan of vec_notes), and for a note whose
-    vector is stale or not written yet (edited since the last sweep) its chunks' mean now."""
+def stored_note_vectors(conn: apsw.Connection, model_id: str) -> dict[str, np.ndarray]:
+    """Every readable note's stored vector (one scan of vec_notes)."""
     rowids = dict(conn.execute(
         "SELECT ne.note_vector_id, ne.note_id FROM note_embeddings ne JOIN notes n ON n.note_id = ne.note_id"
-        f" WHERE ne.model_id = ? AND ne.stale = 0 AND ne.chunks > 0 AND {model_readable('n')}", (model_id,)))
-    out = {rowids[rowid]: np.frombuffer(blob, dtype=np.float32)
-           for rowid, blob in conn.execute("SELECT rowid, embedding FROM vec_notes") if rowid in rowids}
-    behind = [row[0] for row in conn.execute(
-        f"SELECT n.note_id FROM notes n WHERE {model_readable('n')} AND NOT EXISTS (SELECT 1 FROM note_embeddings ne"
-        " WHERE ne.note_id = n.note_id AND ne.model_id = ? AND ne.stale = 0)", (model_id,))]
-    for start in range(0, len(behind), PAGE):
-        for note_id, total in _chunk_vector_sums(conn, model_id, behind[start:start + PAGE]).items():
-            out[note_id] = (total / (float(np.linalg.norm(total)) or 1.0)).astype(np.float32)
-    return out
+        f" WHERE ne.model_id = ? AND ne.chunks > 0 AND {model_readable('n')}", (model_id,)))
+    return {rowids[rowid]: np.frombuffer(blob, dtype=np.float32)
+            for rowid, blob in conn.execute("SELECT rowid, embedding FROM vec_notes") if rowid in rowids}

@@ -180,26 +180,33 @@ def use_code_index(conn: apsw.Connection, search_settings) -> None:
     ann.configure(conn, search_settings.ann_min_vectors, search_settings.ann_rescore)
 
 
-def knn(conn: apsw.Connection, query: np.ndarray, k: int) -> list[VectorHit]:
-    """The `k` nearest vectors: over the code index above search.ann_min_vectors (see ann.py),
-    else the exact sqlite-vec scan."""
-    index = ann.index_for(conn)
+CHUNKS, NOTES = vector_codes.CHUNKS, vector_codes.NOTES
+
+
+def knn(conn: apsw.Connection, query: np.ndarray, k: int, space: vector_codes.VectorSpace = CHUNKS
+        ) -> list[VectorHit]:
+    """The `k` nearest vectors of `space` (chunks' or notes'; a hit's embedding_id is the space's
+    rowid): over the code index above search.ann_min_vectors (see ann.py), else the exact
+    sqlite-vec scan."""
+    index = ann.index_for(conn, space)
     if index is not None:
         pool = max(ann.settings_of(conn).rescore, 2 * int(k))
-        return [VectorHit(i, d) for i, d in ann.rescored(conn, ann.candidates(index, query, pool), query, int(k))]
-    return exact_knn(conn, query, k)
+        return [VectorHit(i, d) for i, d in ann.rescored(conn, ann.candidates(index, query, pool), query, int(k),
+                                                         space)]
+    return exact_knn(conn, query, k, space)
 
 
-def exact_knn(conn: apsw.Connection, query: np.ndarray, k: int) -> list[VectorHit]:
+def exact_knn(conn: apsw.Connection, query: np.ndarray, k: int, space: vector_codes.VectorSpace = CHUNKS
+              ) -> list[VectorHit]:
     rows = conn.execute(
-        "SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+        f"SELECT rowid, distance FROM {space.vectors} WHERE embedding MATCH ? AND k = ? ORDER BY distance",
         (np.asarray(query, dtype=np.float32).tobytes(), min(int(k), MAX_K)),
     )
     return [VectorHit(rowid, distance) for rowid, distance in rows]
 
 
-def knn_within(conn: apsw.Connection, query: np.ndarray, k: int, allowed: tuple[str, Sequence] | None = None
-               ) -> list[VectorHit]:
+def knn_within(conn: apsw.Connection, query: np.ndarray, k: int, allowed: tuple[str, Sequence] | None = None,
+               space: vector_codes.VectorSpace = CHUNKS) -> list[VectorHit]:
     """The KNN over only the vectors whose rowids `allowed` (SQL of a subquery selecting a column
     embedding_id, its arguments) returns; by default those of chunks the connection sees (an
     agent's hides its notes) that a model may read.
@@ -211,7 +218,7 @@ def knn_within(conn: apsw.Connection, query: np.ndarray, k: int, allowed: tuple[
     `rowid IN` scan is no way out at that size: 1.2-5 s for 5,000 admitted ids of a million,
     slower than its full scan.)"""
     allowed = allowed or (READABLE_CHUNK_VECTORS, ())
-    index = ann.index_for(conn)
+    index = ann.index_for(conn, space)
     if index is not None:
         pool = max(ann.settings_of(conn).rescore, 2 * int(k))
         count = pool
@@ -220,22 +227,22 @@ def knn_within(conn: apsw.Connection, query: np.ndarray, k: int, allowed: tuple[
             passing = vector_codes.admitted(conn, found, allowed)
             kept = np.array([i for i in found if int(i) in passing], dtype=np.int64)
             if len(kept) >= pool or len(found) < count:  # the pool is full, or every vector was looked at
-                return [VectorHit(i, d) for i, d in ann.rescored(conn, kept[:pool], query, int(k))]
+                return [VectorHit(i, d) for i, d in ann.rescored(conn, kept[:pool], query, int(k), space)]
             count *= 2
         few = np.array(sorted(vector_codes.admitted_all(conn, allowed)), dtype=np.int64)
         return [VectorHit(i, d) for i, d in ann.rescored(conn, ann.candidates_among(index, query, few, pool),
-                                                         query, int(k))]
-    return exact_knn_within(conn, query, k, allowed)
+                                                         query, int(k), space)]
+    return exact_knn_within(conn, query, k, allowed, space)
 
 
 ANN_WIDENINGS = 4  # a filter admitting less than 1/16 of the vectors near the query: its own ids' codes
 
 
-def exact_knn_within(conn: apsw.Connection, query: np.ndarray, k: int, allowed: tuple[str, Sequence]
-                     ) -> list[VectorHit]:
+def exact_knn_within(conn: apsw.Connection, query: np.ndarray, k: int, allowed: tuple[str, Sequence],
+                     space: vector_codes.VectorSpace = CHUNKS) -> list[VectorHit]:
     sql, args = allowed
     rows = conn.execute(
-        f"SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? AND rowid IN ({sql})"
+        f"SELECT rowid, distance FROM {space.vectors} WHERE embedding MATCH ? AND k = ? AND rowid IN ({sql})"
         " ORDER BY distance", (np.asarray(query, dtype=np.float32).tobytes(), min(int(k), MAX_K), *args))
     return [VectorHit(rowid, distance) for rowid, distance in rows]
 
@@ -246,18 +253,19 @@ READABLE_CHUNK_VECTORS = (
 
 
 def knn_refilled(conn: apsw.Connection, query: np.ndarray, k: int, enough: Callable[[list[VectorHit]], bool],
-                 allowed: tuple[str, Sequence] | None = None) -> list[VectorHit]:
+                 allowed: tuple[str, Sequence] | None = None, space: vector_codes.VectorSpace = CHUNKS
+                 ) -> list[VectorHit]:
     """The nearest vectors until `enough(hits)` says the caller has what it needs or the index
     has no more. The plain KNN sees every vector: chunks of notes the reader may not see,
     knowledge items, a filter's misses can crowd its first `k`. Then the KNN runs again over only
     the vectors that count (`allowed`, see knn_within), asking for twice as many each time it
     is not enough, up to sqlite-vec's limit on k."""
     k = max(1, int(k))
-    hits = knn(conn, query, k)
+    hits = knn(conn, query, k, space)
     if enough(hits) or len(hits) < min(k, MAX_K):
         return hits
     while True:
-        hits = knn_within(conn, query, k, allowed)
+        hits = knn_within(conn, query, k, allowed, space)
         if enough(hits) or len(hits) < min(k, MAX_K) or k >= MAX_K:
             return hits
         k *= 2
@@ -267,36 +275,46 @@ RECALL_AT = 50
 
 
 def code_index_upkeep(conn: apsw.Connection, search_settings, model_id: str | None, refit: bool = False) -> dict:
-    """The nightly's care of the code index: built once the vectors reach search.ann_min_vectors
-    (or on request: `refit`), its recall@50 against the exact scan sampled on the owner's queries
-    (search.ann_recall_sample of them), fitted again when that falls below search.ann_recall_floor.
-    Between builds every insert and delete keeps it current (insert_vectors, _delete_embeddings)."""
+    """The nightly's care of the code indexes, the chunks' and (key "notes") the note vectors':
+    each built once its vectors reach search.ann_min_vectors (or on request: `refit`), its
+    recall@50 against the exact scan sampled (search.ann_recall_sample queries: the owner's for
+    chunks, note vectors for notes), fitted again when that falls below search.ann_recall_floor.
+    Between builds every insert and delete keeps them current (insert_vectors, _delete_embeddings,
+    note_vectors.refresh_note_vectors)."""
     if not model_id:
         return {"vector_index": "no vectors"}
-    params = vector_codes.load_params(conn)
-    count = models_with_vectors(conn).get(model_id, 0)
+    report = _space_upkeep(conn, search_settings, model_id, refit, CHUNKS)
+    report["notes"] = _space_upkeep(conn, search_settings, model_id, refit, NOTES)
+    return report
+
+
+def _space_upkeep(conn: apsw.Connection, search_settings, model_id: str, refit: bool,
+                  space: vector_codes.VectorSpace) -> dict:
+    params = vector_codes.load_params(conn, space)
+    count = vector_codes.vector_count(conn, model_id, space)
     report: dict = {"vectors": count}
     if refit or (params is None and count >= search_settings.ann_min_vectors) or (
             params is not None and params.model_id != model_id):
         started = time.monotonic()
-        params = vector_codes.build(conn, model_id)
+        params = vector_codes.build(conn, model_id, space)
         report["built_s"] = round(time.monotonic() - started, 2)
     if params is None:
         report["vector_index"] = "exact scan (fewer vectors than search.ann_min_vectors)"
         return report
     report["vector_index"] = "codes"
-    measured = _sampled_recall(conn, search_settings, model_id)
+    measured = _sampled_recall(conn, search_settings, model_id, space)
     if measured is not None and measured[0] < search_settings.ann_recall_floor and "built_s" not in report:
         report["refit_for_recall"] = measured[0]
-        vector_codes.build(conn, model_id)
-        measured = _sampled_recall(conn, search_settings, model_id)
+        vector_codes.build(conn, model_id, space)
+        measured = _sampled_recall(conn, search_settings, model_id, space)
     if measured is not None:
         report["recall_at_50"] = round(measured[0], 4)
     return report
 
 
-def _sampled_recall(conn: apsw.Connection, search_settings, model_id: str) -> tuple[float, int] | None:
-    source, queries = vector_codes.sample_queries(conn, model_id, search_settings.ann_recall_sample)
+def _sampled_recall(conn: apsw.Connection, search_settings, model_id: str, space: vector_codes.VectorSpace
+                    ) -> tuple[float, int] | None:
+    source, queries = vector_codes.sample_queries(conn, model_id, search_settings.ann_recall_sample, space)
     if not queries:
         return None
     chosen = ann.settings_of(conn)
@@ -304,22 +322,29 @@ def _sampled_recall(conn: apsw.Connection, search_settings, model_id: str) -> tu
     try:
         shares = []
         for query in queries:
-            exact = {h.embedding_id for h in exact_knn(conn, query, RECALL_AT)}
-            shares.append(len(exact & {h.embedding_id for h in knn(conn, query, RECALL_AT)}) / max(1, len(exact)))
+            exact = {h.embedding_id for h in exact_knn(conn, query, RECALL_AT, space)}
+            shares.append(len(exact & {h.embedding_id for h in knn(conn, query, RECALL_AT, space)}) / max(1, len(exact)))
     finally:
         if chosen is None:
             ann.forget(conn)
         else:
             ann.configure(conn, chosen.min_vectors, chosen.rescore)
     recall = float(np.mean(shares))
-    vector_codes.save_recall(conn, recall, len(queries), source)
+    vector_codes.save_recall(conn, recall, len(queries), source, space)
     return recall, len(queries)
 
 
 def code_index_status(conn: apsw.Connection) -> dict:
-    """For the owner's status: how many vectors are coded, the fit, the sampled recall."""
-    params = vector_codes.load_params(conn)
+    """For the owner's status: how many vectors are coded, the fit, the sampled recall (the
+    chunks' index; the note vectors' under "notes")."""
+    status = _space_status(conn, CHUNKS)
+    status["notes"] = _space_status(conn, NOTES)
+    return status
+
+
+def _space_status(conn: apsw.Connection, space: vector_codes.VectorSpace) -> dict:
+    params = vector_codes.load_params(conn, space)
     if params is None:
         return {"built": False}
     return {"built": True, "model": params.model_id, "fitted_at": params.fitted_at,
-            "vectors_coded": vector_codes.coded_count(conn), "recall": vector_codes.load_recall(conn)}
+            "vectors_coded": vector_codes.coded_count(conn, space), "recall": vector_codes.load_recall(conn, space)}
