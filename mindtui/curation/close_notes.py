@@ -3,7 +3,7 @@
 A note's close notes are its `neighbours` nearest by note vector at a cosine of at least the
 floor: one vector query (store.note_vectors.nearest_notes: the note vectors' code index at
 scale). A refresh looks up again only the notes whose note vector was written or removed since
-the last one (logged in the transaction that writes the vector, migration 0014) and their
+the last one (logged in the transaction that writes the vector, migration 0015) and their
 neighbours: the notes that named the old vector among their close notes, and those the new one
 comes closer to than their farthest close note (found among its REACH x `neighbours` nearest).
 An unchanged vault asks no query. A killed refresh goes on where it stopped: a note leaves the

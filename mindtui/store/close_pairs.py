@@ -1,4 +1,4 @@
-"""Close notes as the nightly's link suggestions last looked them up (migration 0014), and the
+"""Close notes as the nightly's link suggestions last looked them up (migration 0015), and the
 notes whose lookup is due (note_vector_changes: a trigger adds every note whose vector was
 written or removed; curation.close_notes adds their close notes).
 

@@ -1,4 +1,4 @@
-"""The vector code index's pages (migrations 0013 and 0014): int8 codes of every vector of a vector
+"""The vector code index's pages (migrations 0013 and 0015): int8 codes of every vector of a vector
 space (the chunks' vec_chunks, the notes' vec_notes: `VectorSpace`), kept in the same transaction
 as the vectors themselves.
 

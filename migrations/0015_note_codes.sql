@@ -1,4 +1,4 @@
--- 0014: the note vectors' code index and incremental link suggestions (issue 21 item 4).
+-- 0015: the note vectors' code index and incremental link suggestions (issue 21 item 4).
 --
 -- note_code_pages / note_vector_halves: the code index of vec_notes, as migration 0013's of
 -- vec_chunks (store/vector_codes.py, space NOTES; ids are note_embeddings.note_vector_id),
