@@ -39,6 +39,10 @@ class WriteBatches:
         if self._items >= self.max_items or time.monotonic() - self._started >= self.max_seconds:
             self.commit()
 
+    @property
+    def in_transaction(self) -> bool:
+        return self._open
+
     def commit(self) -> None:
         if self._open:
             self.conn.execute("COMMIT")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import apsw
 
@@ -158,14 +158,22 @@ def insert_links(conn: apsw.Connection, note_id: str, links: Iterable[LinkRecord
 
 def load_links(conn: apsw.Connection, note_id: str | None = None) -> dict[str, list[LinkRecord]]:
     """References grouped by owner note (all notes, or one)."""
+    if note_id is None:
+        return _grouped_links(conn, "", ())
+    return _grouped_links(conn, " WHERE note_id = ?", (note_id,))
+
+
+def links_of(conn: apsw.Connection, note_ids: Iterable[str]) -> dict[str, list[LinkRecord]]:
+    """The references of these notes, grouped by owner note (a page of notes at a time: the
+    importer never holds a large vault's every reference)."""
+    return _grouped_links(conn, " WHERE note_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(note_ids)),))
+
+
+def _grouped_links(conn: apsw.Connection, where: str, args: tuple) -> dict[str, list[LinkRecord]]:
     sql = (
         "SELECT note_id, seq, relation, signal, rule_id, confidence, target_raw, target_path, subpath,"
-        " is_embed, line, evidence, resolution, resolved_note_id, detail, candidates FROM note_links"
+        " is_embed, line, evidence, resolution, resolved_note_id, detail, candidates FROM note_links" + where
     )
-    args: tuple = ()
-    if note_id is not None:
-        sql += " WHERE note_id = ?"
-        args = (note_id,)
     grouped: dict[str, list[LinkRecord]] = {}
     for row in conn.execute(sql + " ORDER BY note_id, seq", args):
         grouped.setdefault(row[0], []).append(
@@ -175,9 +183,15 @@ def load_links(conn: apsw.Connection, note_id: str | None = None) -> dict[str, l
     return grouped
 
 
-def link_targets(conn: apsw.Connection) -> list[tuple[str, str]]:
-    """(owner note id, target path) of every reference: which notes name what (no JSON decoded)."""
-    return conn.execute("SELECT note_id, target_path FROM note_links").fetchall()
+def link_targets(conn: apsw.Connection) -> Iterator[tuple[str, str]]:
+    """(owner note id, target path) of every reference, read as they are used (no JSON decoded)."""
+    yield from conn.execute("SELECT note_id, target_path FROM note_links")
+
+
+def note_names(conn: apsw.Connection) -> Iterator[tuple[str, str, list[str]]]:
+    """(note id, path, aliases) of every note: what links resolve by."""
+    for note_id, path, aliases in conn.execute("SELECT note_id, path, aliases FROM notes"):
+        yield note_id, path, json.loads(aliases)
 
 
 def resolved_targets(conn: apsw.Connection, note_ids: Iterable[str]) -> set[str]:
