@@ -39,6 +39,19 @@ def incoming_lines(conn: apsw.Connection,
     return lines
 
 
+def outgoing_lines(conn: apsw.Connection, note_id: str) -> tuple[str, list[tuple]] | None:
+    """What a note gives the anchor rows of the notes it links to: (its path, the (seq, target
+    id, evidence line, target as written) of its resolved references to other notes); None when
+    it gives nothing (no such note, or one agents may not read)."""
+    row = conn.execute(f"SELECT path FROM main.notes s WHERE note_id = ? AND {open_to_agents('s')}",
+                       (note_id,)).fetchone()
+    if row is None:
+        return None
+    return row[0], conn.execute(
+        "SELECT seq, resolved_note_id, evidence, target_raw FROM main.note_links WHERE note_id = ?"
+        " AND resolution = 'resolved' AND resolved_note_id != note_id ORDER BY seq", (note_id,)).fetchall()
+
+
 def refresh(conn: apsw.Connection, analyzed: Callable[[list[tuple[str, str]], str], str],
             only: set[str] | None = None) -> int:
     """Bring every note's anchor row up to date (or those of the notes in `only`: the importer

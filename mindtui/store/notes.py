@@ -233,6 +233,15 @@ def note_count(conn: apsw.Connection) -> int:
     return conn.execute("SELECT count(*) FROM notes").fetchone()[0]
 
 
+def corpus_stamp(conn: apsw.Connection) -> list:
+    """How many notes, chunks, references and edges there are: counted on their smallest index,
+    without reading the rows (an import's totals cached under it are taken only by a run that
+    wrote nothing itself, so it guards against other writers only)."""
+    return list(conn.execute(
+        "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM chunks),"
+        " (SELECT count(*) FROM note_links), (SELECT count(*) FROM edges)").fetchone())
+
+
 def corpus_counts(conn: apsw.Connection) -> dict[str, int]:
     (notes,) = conn.execute("SELECT count(*) FROM notes").fetchone()
     (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()

@@ -24,6 +24,7 @@ what only the database holds hangs on that id.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -46,7 +47,7 @@ from mindtui.vault.links import anchor_text
 from mindtui.vault.markdown import NotMarkdownError
 from mindtui.vault.note_builder import (
     PLAIN_TEXT_MARK, FileHead, NoteRows, ParsedFile, as_plain_text, build_rows, failure_reason, import_fingerprint,
-    parse_file, path_note_id, plain_file, read_head, resolve_links, sha256_hex,
+    parse_file, path_note_id, plain_file, read_head, sha256_hex,
 )
 from mindtui.vault import relink
 from mindtui.vault.renames import match_renames
@@ -60,7 +61,7 @@ from mindtui.vault.types import TypeRegistry
 __all__ = ["VaultImporter", "ImportReport"]
 
 BATCH_NOTES = 200  # changed files parsed, then written, at a time: what one run holds in memory at most
-RELINK_PAGE = 500  # unchanged notes whose references are read and resolved again at a time
+TOTALS_KEY = "import_totals"  # meta: the last run's totals (JSON), with the stamp of the rows it counted
 
 
 class VaultImporter:
@@ -88,7 +89,8 @@ class VaultImporter:
     # -- deciding what changed -------------------------------------------------------------
     def _read(self, file: VaultFile) -> bytes | None:
         try:
-            return file.abs_path.read_bytes()
+            with open(file.location, "rb") as handle:
+                return handle.read()
         except OSError as exc:
             self._warn(file.path, f"cannot read: {exc.strerror or exc}")
             return None
@@ -185,24 +187,28 @@ class VaultImporter:
             vanished = []
 
         ids = self._settle_ids(heads, unchanged, kept, renames, states, files, scan.out_of_corpus)
-        names = self._name_index(_named(heads, {**unchanged, **kept}, ids), scan.out_of_corpus, scan.attachments)
         self._count_changes(heads, states, vanished, renames)
         final_ids = set(ids.values())
         digest = relink.outside_digest(scan.out_of_corpus, scan.attachments)
         changed_names = None if relink.names_outside_changed(self.conn, digest) else self._changed_names(
             heads, vanished, renames, states)
+        # Unused by a run that changes nothing (a NameIndex of 100k notes takes a second to build).
+        names = self._name_index(_named(heads, {**unchanged, **kept}, ids), scan.out_of_corpus, scan.attachments) \
+            if heads or vanished or changed_names is None else NameIndex()
         if heads or vanished:
             with immediate(self.conn):  # a kill before the relink: the next run relinks every note
                 relink.mark_pending(self.conn)
         written = {ids[p] for p in heads}
         # The notes whose anchor rows may change: those written or deleted, and what their
         # references resolved to before (here) and after (below), and the relinked notes' targets.
+        # (_write_note adds the targets of a rewritten note whose lines in them changed.)
         if changed_names is None:
             self._anchored = None
         else:
-            before = {s.note_id for s in vanished} | {
+            gone = {s.note_id for s in vanished}
+            before = gone | {
                 previous.note_id for p in heads if (previous := states.get(p) or renames.get(p)) is not None}
-            self._anchored = written | before | note_store.resolved_targets(self.conn, written | before)
+            self._anchored = written | before | note_store.resolved_targets(self.conn, gone)
 
         with write_batches(self.conn, cancel=self.cancel) as batches:
             if touched:
@@ -222,13 +228,12 @@ class VaultImporter:
         if cut_short:  # links, anchors and cards: the run that writes the rest (relink.mark_pending)
             raise Cancelled("the import's time budget is spent; what it wrote is kept, the next run goes on")
         relinked_before = self.report.notes_relinked
-        if self._anchored is not None:
-            self._anchored |= note_store.resolved_targets(self.conn, written)
         if not_written:  # links were resolved against names that include these: every note again
             names = self._name_index(note_store.note_names(self.conn), scan.out_of_corpus, scan.attachments)
             changed_names, self._anchored = None, None
             written = set()
-        self._relink(names, skip=written, changed_names=changed_names)
+        relink.relink_notes(self.conn, self.registry, names, skip=written, changed_names=changed_names,
+                            cancel=self.cancel, report=self.report, anchored=self._anchored)
         with immediate(self.conn):
             relink.mark_done(self.conn, digest)
             privacy_changed = self._apply_private_paths()
@@ -236,7 +241,7 @@ class VaultImporter:
                 anchor_store.refresh(self.conn, anchor_text, None if privacy_changed else self._anchored)
             set_meta(self.conn, VAULT_KEY, str(self.vault.resolve()))
 
-        self._totals()
+        self._totals(wrote=bool(heads or vanished or privacy_changed) or self.report.notes_relinked > relinked_before)
         self.report.seconds = time.monotonic() - started
         if refused:
             raise MassDeleteRefused(refused, self.report)
@@ -402,6 +407,7 @@ class VaultImporter:
         # import of 6,500 notes spent 1.5-3 s on them. Paths and final ids are each written once per
         # run, so only rows that existed when the run began can be in the way.
         kept = edge_store.owned_signal_edges(self.conn, note_id) if note_id in self._state_ids else []
+        self._anchor_changes(rows, note_id, previous)
         if item.path in self._states_by_path:
             note_store.delete_note_at_path(self.conn, item.path)
         if previous is not None and previous.note_id != note_id:
@@ -413,6 +419,23 @@ class VaultImporter:
         note_store.insert_chunks(self.conn, note_id, rows.chunks)
         note_store.insert_links(self.conn, note_id, rows.links)
         edge_store.insert_edges(self.conn, edges + kept)
+
+    def _anchor_changes(self, rows: NoteRows, note_id: str, previous: note_store.NoteState | None) -> None:
+        """Before a note's old rows go: the notes whose anchor rows its rewrite may change (its
+        targets, before and after) join `_anchored`, unless the lines it gives them stay the same
+        (most edits: a touched note linking a hub does not make the hub's every line read again)."""
+        if self._anchored is None:
+            return
+        note = rows.note
+        lines = [(l.seq, l.resolved_note_id, l.evidence, l.target_raw) for l in rows.links
+                 if l.resolution == "resolved" and l.resolved_note_id != note_id]
+        fresh = (note.path, lines) if not note.private and note.ai_processing else None
+        olds = [anchor_store.outgoing_lines(self.conn, old_id) for old_id in
+                {note_id, previous.note_id if previous else note_id} & self._state_ids]
+        if olds == [fresh] or (not olds and fresh is None):
+            return
+        for given in [fresh, *olds]:
+            self._anchored |= {target for _, target, _, _ in given[1]} if given else set()
 
     def _rows(self, item: ParsedFile, note_id: str, names: NameIndex,
               previous: note_store.NoteState | None) -> NoteRows | None:
@@ -448,40 +471,6 @@ class VaultImporter:
             names |= relink.names_of(state.path, state.aliases)
         return names
 
-    def _relink(self, names: NameIndex, skip: set[str], changed_names: set[str] | None) -> None:
-        """Re-resolve the references of notes not rewritten in this run (of all, or of those
-        naming `changed_names`: see vault.relink), a page of notes at a time; rewrite the edges
-        of those whose targets changed (a target appeared, vanished, or became ambiguous)."""
-        if changed_names is not None and not changed_names:
-            return  # nothing was written or deleted: every reference resolves as it did
-        types = note_store.note_types(self.conn)
-        wanted = relink.notes_to_relink(note_store.link_targets(self.conn), changed_names)
-        pending = sorted((set(types) if wanted is None else wanted & types.keys()) - skip)
-        with write_batches(self.conn, cancel=self.cancel) as batches:
-            for start in range(0, len(pending), RELINK_PAGE):
-                page = note_store.links_of(self.conn, pending[start:start + RELINK_PAGE])
-                for note_id, links in sorted(page.items()):
-                    self._relink_note(batches, note_id, links, types[note_id], names)
-
-    def _relink_note(self, batches: WriteBatches, note_id: str, links: list, type_and_path: tuple[str, str],
-                     names: NameIndex) -> None:
-        self.report.notes_relink_checked += 1
-        note_type, path = type_and_path
-        fresh = resolve_links(links, note_id, path, names)
-        if all((a.resolution, a.resolved_note_id, a.detail, a.candidates)
-               == (b.resolution, b.resolved_note_id, b.detail, b.candidates) for a, b in zip(links, fresh)):
-            return
-        resolved = [l for l in fresh if l.resolution == "resolved"]
-        edges = reference_edges(note_id, note_type, self.registry.note_type(note_type).edge_defaults, resolved)
-        if self._anchored is not None:
-            self._anchored |= {l.resolved_note_id for l in links + fresh if l.resolved_note_id}
-        batches.ensure_open()
-        note_store.update_link_resolutions(self.conn, note_id, fresh)
-        edge_store.delete_reference_edges(self.conn, note_id)
-        edge_store.insert_edges(self.conn, edges)
-        batches.item_done()
-        self.report.notes_relinked += 1
-
     def _apply_private_paths(self) -> bool:
         """notes.private = the note's own flag or a folder in privacy.private_paths; recomputed
         for every note when that setting changed since the last run (then True)."""
@@ -494,9 +483,18 @@ class VaultImporter:
         set_meta(self.conn, PRIVACY_KEY, key)
         return True
 
-    def _totals(self) -> None:
-        counts = {**note_store.corpus_counts(self.conn), **edge_store.edge_counts(self.conn)}
-        for key, value in counts.items():
+    def _totals(self, wrote: bool) -> None:
+        """The report's totals of what the store holds. Counting them reads every reference and
+        edge (seconds at 100k notes): a run that wrote none takes those the last run counted, as
+        long as the rows it counted are the rows there are (store.notes.corpus_stamp)."""
+        stamp = note_store.corpus_stamp(self.conn)
+        cached = json.loads(get_meta(self.conn, TOTALS_KEY) or "{}")
+        if wrote or cached.get("stamp") != stamp:
+            cached = {"stamp": stamp, "counts": {**note_store.corpus_counts(self.conn),
+                                                 **edge_store.edge_counts(self.conn)}}
+            with immediate(self.conn):
+                set_meta(self.conn, TOTALS_KEY, json.dumps(cached))
+        for key, value in cached["counts"].items():
             setattr(self.report, key, value)
         self.report.warnings.extend(ImportWarning(p, r) for p, r in note_store.stored_warnings(self.conn))
 
