@@ -89,3 +89,24 @@ def test_at_most_one_batch_of_parsed_notes_is_held(vault, db_path, monkeypatch):
     assert report.notes_added == NOTES + 2 and not report.warnings
     assert len(most) == NOTES + 2, len(most)
     assert max(most) <= 4 + 1, max(most)  # one batch, and the first of the next
+
+
+def test_notes_are_written_with_a_larger_page_cache_given_back_after(vault, db_path, monkeypatch):
+    """At 100k notes the random inserts into the edge, reference and chunk indexes missed
+    SQLite's default 2 MB page cache on most rows."""
+    from mindtui.store import notes as note_store
+
+    write_vault(vault)
+    seen = []
+    real = note_store.insert_note
+    monkeypatch.setattr(note_store, "insert_note",
+                        lambda conn, note: seen.append(conn.execute("PRAGMA cache_size").fetchone()[0]) or real(conn, note))
+    settings = load_settings()
+    conn = open_database(db_path)
+    try:
+        (before,) = conn.execute("PRAGMA cache_size").fetchone()
+        VaultImporter(conn, vault.root, load_type_registry(settings.types_file), settings).run()
+        assert conn.execute("PRAGMA cache_size").fetchone()[0] == before
+    finally:
+        conn.close()
+    assert set(seen) == {-importer_module.CACHE_MIB * 1024}

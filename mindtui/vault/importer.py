@@ -39,7 +39,7 @@ from mindtui.store import anchors as anchor_store
 from mindtui.store import edges as edge_store
 from mindtui.store import notes as note_store
 from mindtui.store import usage_store
-from mindtui.store.batch import WriteBatches, immediate, write_batches
+from mindtui.store.batch import WriteBatches, immediate, page_cache, write_batches
 from mindtui.store.identity import move_note_data
 from mindtui.store.meta import PRIVACY_KEY, VAULT_KEY, get_meta, set_meta
 from mindtui.vault.edges import reference_edges, structure_edges
@@ -61,6 +61,7 @@ from mindtui.vault.types import TypeRegistry
 __all__ = ["VaultImporter", "ImportReport"]
 
 BATCH_NOTES = 200  # changed files parsed, then written, at a time: what one run holds in memory at most
+CACHE_MIB = 64  # SQLite's page cache while notes are written (see store.batch.page_cache)
 TOTALS_KEY = "import_totals"  # meta: the last run's totals (JSON), with the stamp of the rows it counted
 
 
@@ -210,7 +211,7 @@ class VaultImporter:
                 previous.note_id for p in heads if (previous := states.get(p) or renames.get(p)) is not None}
             self._anchored = written | before | note_store.resolved_targets(self.conn, gone)
 
-        with write_batches(self.conn, cancel=self.cancel) as batches:
+        with page_cache(self.conn, CACHE_MIB), write_batches(self.conn, cancel=self.cancel) as batches:
             if touched:
                 batches.ensure_open()
                 for state, file in touched:
