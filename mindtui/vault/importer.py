@@ -200,9 +200,9 @@ class VaultImporter:
             with immediate(self.conn):  # a kill before the relink: the next run relinks every note
                 relink.mark_pending(self.conn)
         written = {ids[p] for p in heads}
-        # The notes whose anchor rows may change: those written or deleted, and what their
-        # references resolved to before (here) and after (below), and the relinked notes' targets.
-        # (_write_note adds the targets of a rewritten note whose lines in them changed.)
+        # The notes whose anchor rows may change: those written or deleted, what the deleted ones'
+        # references resolved to (here), the targets of a rewritten note whose lines in them
+        # changed (_anchor_changes) and the relinked notes' targets (relink_notes).
         if changed_names is None:
             self._anchored = None
         else:
