@@ -262,15 +262,15 @@ def test_path_patterns_name_folders_as_people_write_them():
 
 def test_an_edit_that_changes_no_name_re_resolves_no_other_notes_links(vault, db_path, monkeypatch):
     """Issue 21 item 5: a re-run re-resolved every unchanged note's links (most of a 100k-note re-run)."""
-    from mindtui.vault import importer
+    from mindtui.vault import relink
 
     vault.write("A.md", "Siehe [[B]] und [[Fehlt]].\n")
     vault.write("B.md", "Siehe [[A]].\n")
     vault.write("C.md", "Erster Stand.\n")
     run_import(db_path, vault.root)
     resolved_for: list[str] = []
-    real = importer.resolve_links
-    monkeypatch.setattr(importer, "resolve_links",
+    real = relink.resolve_links
+    monkeypatch.setattr(relink, "resolve_links",
                         lambda links, note_id, path, names: resolved_for.append(path) or real(links, note_id, path, names))
     assert run_import(db_path, vault.root).notes_unchanged == 3 and resolved_for == []
     vault.write("C.md", "Zweiter Stand, mit [[B]].\n")

@@ -1,8 +1,7 @@
 """An import with a time budget (jobs.import_budget_s) stops reading and parsing the changed
 files once it is spent, writes what it parsed and leaves the rest to the next run: run after run
-parses each changed file once, holds back deletions until the run that reads everything (a
-vanished note may be renamed to a file not read yet), and the last run ends in the database one
-unbudgeted import gives."""
+parses each changed file once, holds back deletions until the run that writes everything, and
+the last run ends in the database one unbudgeted import gives."""
 
 from __future__ import annotations
 

@@ -19,6 +19,8 @@ import apsw
 from mindtui.store.visibility import open_to_agents
 from mindtui.text.analysis import ANALYZER_VERSION
 
+PAGE_NOTES = 2000  # notes whose anchor rows one query refreshes
+
 
 def incoming_lines(conn: apsw.Connection,
                    only: set[str] | None = None) -> dict[str, tuple[str, list[tuple[str, str]]]]:
@@ -37,18 +39,40 @@ def incoming_lines(conn: apsw.Connection,
     return lines
 
 
+def outgoing_lines(conn: apsw.Connection, note_id: str) -> tuple[str, list[tuple]] | None:
+    """What a note gives the anchor rows of the notes it links to: (its path, the (seq, target
+    id, evidence line, target as written) of its resolved references to other notes); None when
+    it gives nothing (no such note, or one agents may not read)."""
+    row = conn.execute(f"SELECT path FROM main.notes s WHERE note_id = ? AND {open_to_agents('s')}",
+                       (note_id,)).fetchone()
+    if row is None:
+        return None
+    return row[0], conn.execute(
+        "SELECT seq, resolved_note_id, evidence, target_raw FROM main.note_links WHERE note_id = ?"
+        " AND resolution = 'resolved' AND resolved_note_id != note_id ORDER BY seq", (note_id,)).fetchall()
+
+
 def refresh(conn: apsw.Connection, analyzed: Callable[[list[tuple[str, str]], str], str],
             only: set[str] | None = None) -> int:
     """Bring every note's anchor row up to date (or those of the notes in `only`: the importer
     names the notes whose incoming references or language may have changed); `analyzed(lines,
     lang)` is the row's indexed text. Only rows whose lines (or language) changed are analyzed and
     rewritten: reading every reference is cheap, stemming them all is not (the hub vault: 42k
-    lines). Returns how many rows were written or removed. Call inside a transaction."""
-    if only is None:
-        current = dict(conn.execute("SELECT note_id, text_hash FROM main.note_anchors"))
-    else:
-        current = dict(conn.execute("SELECT note_id, text_hash FROM main.note_anchors"
-                                    " WHERE note_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(only)),)))
+    lines). Returns how many rows were written or removed. Call inside a transaction.
+    Every note's row is refreshed a page of notes at a time: a large vault's every reference line
+    is never held at once."""
+    if only is not None:
+        return _refresh_page(conn, analyzed, only)
+    notes = [note_id for (note_id,) in conn.execute(
+        "SELECT note_id FROM main.notes UNION SELECT note_id FROM main.note_anchors ORDER BY 1")]
+    return sum(_refresh_page(conn, analyzed, set(notes[start:start + PAGE_NOTES]))
+               for start in range(0, len(notes), PAGE_NOTES))
+
+
+def _refresh_page(conn: apsw.Connection, analyzed: Callable[[list[tuple[str, str]], str], str],
+                  only: set[str]) -> int:
+    current = dict(conn.execute("SELECT note_id, text_hash FROM main.note_anchors"
+                                " WHERE note_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(only)),)))
     wanted = incoming_lines(conn, only)
     changed = 0
     for note_id in current.keys() - wanted.keys():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import apsw
 
@@ -94,8 +94,10 @@ def load_note_states(conn: apsw.Connection) -> dict[str, NoteState]:
     rows = conn.execute(
         "SELECT note_id, path, size, mtime_ns, content_hash, declared_id, aliases, parsed_with FROM notes"
     )
+    # Most notes have no aliases: '[]' is not decoded (100k json.loads are a tenth of a re-run).
     return {
-        path: NoteState(note_id, path, size, mtime_ns, content_hash, declared_id, json.loads(aliases), parsed_with)
+        path: NoteState(note_id, path, size, mtime_ns, content_hash, declared_id,
+                        [] if aliases == "[]" else json.loads(aliases), parsed_with)
         for note_id, path, size, mtime_ns, content_hash, declared_id, aliases, parsed_with in rows
     }
 
@@ -158,14 +160,22 @@ def insert_links(conn: apsw.Connection, note_id: str, links: Iterable[LinkRecord
 
 def load_links(conn: apsw.Connection, note_id: str | None = None) -> dict[str, list[LinkRecord]]:
     """References grouped by owner note (all notes, or one)."""
+    if note_id is None:
+        return _grouped_links(conn, "", ())
+    return _grouped_links(conn, " WHERE note_id = ?", (note_id,))
+
+
+def links_of(conn: apsw.Connection, note_ids: Iterable[str]) -> dict[str, list[LinkRecord]]:
+    """The references of these notes, grouped by owner note (a page of notes at a time: the
+    importer never holds a large vault's every reference)."""
+    return _grouped_links(conn, " WHERE note_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(note_ids)),))
+
+
+def _grouped_links(conn: apsw.Connection, where: str, args: tuple) -> dict[str, list[LinkRecord]]:
     sql = (
         "SELECT note_id, seq, relation, signal, rule_id, confidence, target_raw, target_path, subpath,"
-        " is_embed, line, evidence, resolution, resolved_note_id, detail, candidates FROM note_links"
+        " is_embed, line, evidence, resolution, resolved_note_id, detail, candidates FROM note_links" + where
     )
-    args: tuple = ()
-    if note_id is not None:
-        sql += " WHERE note_id = ?"
-        args = (note_id,)
     grouped: dict[str, list[LinkRecord]] = {}
     for row in conn.execute(sql + " ORDER BY note_id, seq", args):
         grouped.setdefault(row[0], []).append(
@@ -175,9 +185,15 @@ def load_links(conn: apsw.Connection, note_id: str | None = None) -> dict[str, l
     return grouped
 
 
-def link_targets(conn: apsw.Connection) -> list[tuple[str, str]]:
-    """(owner note id, target path) of every reference: which notes name what (no JSON decoded)."""
-    return conn.execute("SELECT note_id, target_path FROM note_links").fetchall()
+def link_targets(conn: apsw.Connection) -> Iterator[tuple[str, str]]:
+    """(owner note id, target path) of every reference, read as they are used (no JSON decoded)."""
+    yield from conn.execute("SELECT note_id, target_path FROM note_links")
+
+
+def note_names(conn: apsw.Connection) -> Iterator[tuple[str, str, list[str]]]:
+    """(note id, path, aliases) of every note: what links resolve by."""
+    for note_id, path, aliases in conn.execute("SELECT note_id, path, aliases FROM notes"):
+        yield note_id, path, json.loads(aliases)
 
 
 def resolved_targets(conn: apsw.Connection, note_ids: Iterable[str]) -> set[str]:
@@ -217,6 +233,15 @@ def note_types(conn: apsw.Connection) -> dict[str, tuple[str, str]]:
 
 def note_count(conn: apsw.Connection) -> int:
     return conn.execute("SELECT count(*) FROM notes").fetchone()[0]
+
+
+def corpus_stamp(conn: apsw.Connection) -> list:
+    """How many notes, chunks, references and edges there are: counted on their smallest index,
+    without reading the rows (an import's totals cached under it are taken only by a run that
+    wrote nothing itself, so it guards against other writers only)."""
+    return list(conn.execute(
+        "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM chunks),"
+        " (SELECT count(*) FROM note_links), (SELECT count(*) FROM edges)").fetchone())
 
 
 def corpus_counts(conn: apsw.Connection) -> dict[str, int]:

@@ -1,20 +1,22 @@
-"""Import a vault into the store: incremental, idempotent and crash-safe.
+"""Import a vault into the store: incremental, idempotent and crash-safe, in bounded memory.
 
 Order of work:
-  scan -> decide what changed (size+mtime, then content hash) -> parse changed files (a time
-  budget may stop this: the files not reached stay as they are, deletions wait, and the run
-  stops with Cancelled after writing what it parsed) ->
-  keep notes under folders that could not be read -> match renames -> check the mass-delete
-  guard -> settle note ids -> build the final name index -> (1) delete vanished notes ->
-  (2) rewrite each changed note -> (3) re-resolve references of unchanged notes whose targets
-  changed -> (4) privacy flags.
+  scan -> decide what changed (size+mtime, then content hash) -> read each changed file's head
+  (hash, frontmatter id and aliases: no markdown parse) -> keep notes under folders that could
+  not be read -> match renames -> check the mass-delete guard -> settle note ids -> build the
+  final name index -> (1) parse and write the changed notes, a batch at a time (a time budget
+  may stop this: the files not reached stay as they are, deletions wait, and the run stops with
+  Cancelled) -> (2) delete vanished notes -> (3) re-resolve references of unchanged notes whose
+  targets changed, a page at a time -> (4) privacy flags, anchor rows.
 Each note records the fingerprint of the code that wrote it (parser, analyzer, type registry):
 a note written under another one is parsed again, so a new parser re-reads the vault and an
 interrupted import resumes with the notes it had not written yet.
 Each note's rows are replaced as one unit; units are grouped into short transactions
 (`store.batch`), so a kill at any point leaves a consistent database and the next run ends
 where one clean run would. The final name index is known before anything is written, so a
-note's links resolve the same whether its targets were written before or after it.
+note's links resolve the same whether its targets were written before or after it, in its
+batch or another. What a run holds is its notes' heads and names (~1 KB a note), never their
+parsed text: a 100k-note vault imports in the memory of a small one.
 
 A renamed note keeps its note_id (see `renames`), as does a changed note at the same path;
 what only the database holds hangs on that id.
@@ -22,10 +24,11 @@ what only the database holds hangs on that id.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 import apsw
 
@@ -36,15 +39,15 @@ from mindtui.store import anchors as anchor_store
 from mindtui.store import edges as edge_store
 from mindtui.store import notes as note_store
 from mindtui.store import usage_store
-from mindtui.store.batch import immediate, write_batches
+from mindtui.store.batch import WriteBatches, immediate, page_cache, write_batches
 from mindtui.store.identity import move_note_data
 from mindtui.store.meta import PRIVACY_KEY, VAULT_KEY, get_meta, set_meta
 from mindtui.vault.edges import reference_edges, structure_edges
 from mindtui.vault.links import anchor_text
 from mindtui.vault.markdown import NotMarkdownError
 from mindtui.vault.note_builder import (
-    PLAIN_TEXT_MARK, NoteRows, ParsedFile, as_plain_text, build_rows, failure_reason, import_fingerprint, parse_file,
-    path_note_id, plain_file, resolve_links, sha256_hex,
+    PLAIN_TEXT_MARK, FileHead, NoteRows, ParsedFile, as_plain_text, build_rows, failure_reason, import_fingerprint,
+    parse_file, path_note_id, plain_file, read_head, sha256_hex,
 )
 from mindtui.vault import relink
 from mindtui.vault.renames import match_renames
@@ -57,11 +60,16 @@ from mindtui.vault.types import TypeRegistry
 
 __all__ = ["VaultImporter", "ImportReport"]
 
+BATCH_NOTES = 200  # changed files parsed, then written, at a time: what one run holds in memory at most
+CACHE_MIB = 64  # SQLite's page cache while notes are written (see store.batch.page_cache)
+TOTALS_KEY = "import_totals"  # meta: the last run's totals (JSON), with the stamp of the rows it counted
+
 
 class VaultImporter:
     def __init__(self, conn: apsw.Connection, vault: Path, registry: TypeRegistry, settings: Settings, *,
                  progress: Progress | None = None, cancel: CancelToken | None = None,
-                 allow_mass_delete: bool = False, reading_spent: Callable[[int], bool] | None = None) -> None:
+                 allow_mass_delete: bool = False, reading_spent: Callable[[int], bool] | None = None,
+                 batch_notes: int = BATCH_NOTES) -> None:
         self.conn = conn
         self.vault = Path(vault)
         self.registry = registry
@@ -72,6 +80,7 @@ class VaultImporter:
         self.allow_mass_delete = allow_mass_delete
         # (files parsed so far) -> whether to stop reading: a time budget (jobs.ImportBudget).
         self.reading_spent = reading_spent or (lambda parsed: False)
+        self.batch_notes = batch_notes
         self.report = ImportReport()
         self._anchored: set[str] | None = None  # the notes whose anchor rows this run refreshes (None: all)
 
@@ -81,21 +90,33 @@ class VaultImporter:
     # -- deciding what changed -------------------------------------------------------------
     def _read(self, file: VaultFile) -> bytes | None:
         try:
-            return file.abs_path.read_bytes()
+            with open(file.location, "rb") as handle:
+                return handle.read()
         except OSError as exc:
             self._warn(file.path, f"cannot read: {exc.strerror or exc}")
             return None
 
-    def _parse(self, file: VaultFile, data: bytes, out_of_corpus: dict[str, str],
-               kept: dict[str, note_store.NoteState]) -> ParsedFile | None:
-        """The file parsed; None for a binary file (left out) or, when the parser fails on a note
-        parsed well before, for that note kept as it was (in `kept`). Any other note the parser
-        fails on is imported as plain text, its warning saying why."""
+    def _head(self, file: VaultFile, data: bytes, out_of_corpus: dict[str, str]) -> FileHead | None:
+        """The changed file's head; None for a binary file (left out)."""
+        try:
+            return read_head(file.path, data, file.size, file.mtime_ns)
+        except NotMarkdownError as exc:
+            self._warn(file.path, str(exc))
+            out_of_corpus[file.path] = "binary file"
+            return None
+
+    def _parse(self, file: VaultFile) -> ParsedFile | None:
+        """The file read again and parsed, when it is written; None when it cannot be read now
+        (it vanished or turned binary since its head was read: the next run takes it up) or,
+        when the parser fails on a note parsed well before, for that note kept as it was. Any
+        other note the parser fails on is imported as plain text, its warning saying why."""
+        data = self._read(file)
+        if data is None:
+            return None
         try:
             return parse_file(file.path, data, file.size, file.mtime_ns, self.registry)
         except NotMarkdownError as exc:
             self._warn(file.path, str(exc))
-            out_of_corpus[file.path] = "binary file"
             return None
         # The parser is a stack of third-party code (YAML, markdown-it) run on any file of the
         # vault: whatever it raises stops this file, never the import.
@@ -104,13 +125,17 @@ class VaultImporter:
         state = self._states_by_path.get(file.path)
         if _parsed_well(state):
             self._warn(file.path, f"cannot be parsed ({why}); its last good version is kept")
-            kept[file.path] = state
             return None
         self._warn(file.path, f"cannot be parsed ({why}); imported as plain text")
         return plain_file(file.path, data, file.size, file.mtime_ns,
                           f"cannot be parsed ({why}); imported as plain text, without frontmatter")
 
     def run(self) -> ImportReport:
+        """Two passes over the changed files. The first reads each one's head (bytes hashed,
+        frontmatter only): enough to match renames, settle note ids and know every name a link
+        can use. The second parses and writes them, BATCH_NOTES at a time, holding no more than
+        one batch: memory stays bounded whatever the vault's size, and each link is resolved
+        once, when its note is written, against the whole vault's final names."""
         started = time.monotonic()
         scan = scan_vault(self.vault, exclude=self.options.exclude, max_file_bytes=self.options.max_file_bytes,
                           follow_external_symlinks=self.options.follow_external_symlinks)
@@ -119,23 +144,17 @@ class VaultImporter:
         self._states_by_path, self._state_ids = states, {state.note_id for state in states.values()}
         fingerprint = import_fingerprint(self.registry)
 
-        parsed: dict[str, ParsedFile] = {}
+        heads: dict[str, FileHead] = {}
         unchanged: dict[str, note_store.NoteState] = {}
         touched: list[tuple[note_store.NoteState, VaultFile]] = []
         unreadable: set[str] = set()
         kept: dict[str, note_store.NoteState] = {}  # cannot be read now: kept as they were, ids included
         files = {f.path: f for f in scan.files}
-        cut_short = False  # the budget stopped the reading: the files not reached are read next run
         for file in scan.files:
             state = states.get(file.path)
             current = state is not None and state.parsed_with == fingerprint
             if current and (state.size, state.mtime_ns) == (file.size, file.mtime_ns):
                 unchanged[file.path] = state
-                continue
-            cut_short = cut_short or self.reading_spent(len(parsed))
-            if cut_short:
-                if state is not None:  # as the database has it, until the run that reads it
-                    unchanged[file.path] = state
                 continue
             data = self._read(file)
             if data is None:
@@ -147,9 +166,9 @@ class VaultImporter:
                 unchanged[file.path] = state
                 touched.append((state, file))
                 continue
-            item = self._parse(file, data, scan.out_of_corpus, kept)
-            if item is not None:
-                parsed[file.path] = item
+            head = self._head(file, data, scan.out_of_corpus)
+            if head is not None:
+                heads[file.path] = head
         self.report.files_skipped = len(scan.out_of_corpus) + len(unreadable)
 
         # A folder that could not be listed (or an unmounted link target) keeps its notes.
@@ -158,88 +177,132 @@ class VaultImporter:
             count = sum(1 for p in kept if under_any(p, {prefix}))
             if count:
                 self._warn(prefix, f"{count} indexed note(s) kept as they were: this cannot be read now")
-        present = set(parsed) | set(unchanged) | set(kept)
+        present = set(heads) | set(unchanged) | set(kept)
         vanished = [s for p, s in sorted(states.items()) if p not in present]
-        renames = self._renames(parsed, states, vanished)
+        renames = self._renames(heads, states, vanished, files)
         sources = {id(state) for state in renames.values()}
         vanished = [s for s in vanished if id(s) not in sources]
-        if cut_short:  # a vanished note may be renamed to a file not read yet: deleted by the run that ends
-            kept.update({s.path: s for s in vanished})
-            vanished = []
         refused = self._mass_delete_check(vanished, len(states), len(files))
         if refused:
             kept.update({s.path: s for s in vanished})
             vanished = []
 
-        ids = self._settle_ids(parsed, unchanged, kept, renames, states, files, scan.out_of_corpus)
-        names = self._name_index(parsed, {**unchanged, **kept}, ids, scan.out_of_corpus, scan.attachments)
-        self._count_changes(parsed, states, vanished, renames)
+        ids = self._settle_ids(heads, unchanged, kept, renames, states, files, scan.out_of_corpus)
+        self._count_changes(heads, states, vanished, renames)
         final_ids = set(ids.values())
         digest = relink.outside_digest(scan.out_of_corpus, scan.attachments)
         changed_names = None if relink.names_outside_changed(self.conn, digest) else self._changed_names(
-            parsed, vanished, renames, states)
-        if parsed or vanished:
+            heads, vanished, renames, states)
+        # Unused by a run that changes nothing (a NameIndex of 100k notes takes a second to build).
+        names = self._name_index(_named(heads, {**unchanged, **kept}, ids), scan.out_of_corpus, scan.attachments) \
+            if heads or vanished or changed_names is None else NameIndex()
+        if heads or vanished:
             with immediate(self.conn):  # a kill before the relink: the next run relinks every note
                 relink.mark_pending(self.conn)
-        written = {ids[p] for p in parsed}
-        # The notes whose anchor rows may change: those written or deleted, and what their
-        # references resolved to before (here) and after (below), and the relinked notes' targets.
+        written = {ids[p] for p in heads}
+        # The notes whose anchor rows may change: those written or deleted, what the deleted ones'
+        # references resolved to (here), the targets of a rewritten note whose lines in them
+        # changed (_anchor_changes) and the relinked notes' targets (relink_notes).
         if changed_names is None:
             self._anchored = None
         else:
-            before = {s.note_id for s in vanished} | {
-                previous.note_id for p in parsed if (previous := states.get(p) or renames.get(p)) is not None}
-            self._anchored = written | before | note_store.resolved_targets(self.conn, written | before)
+            gone = {s.note_id for s in vanished}
+            before = gone | {
+                previous.note_id for p in heads if (previous := states.get(p) or renames.get(p)) is not None}
+            self._anchored = written | before | note_store.resolved_targets(self.conn, gone)
 
-        with write_batches(self.conn, cancel=self.cancel) as batches:
-            for state in vanished:
-                batches.ensure_open()
-                note_store.delete_note(self.conn, state.note_id)
-                usage_store.forget_note_opens(self.conn, [state.note_id])  # what was learnt about it goes too
-                batches.item_done()
+        with page_cache(self.conn, CACHE_MIB), write_batches(self.conn, cancel=self.cancel) as batches:
             if touched:
                 batches.ensure_open()
                 for state, file in touched:
                     note_store.touch_note(self.conn, state.note_id, file.size, file.mtime_ns)
                 batches.item_done()
-            total = len(parsed)
-            for done, path in enumerate(sorted(parsed), start=1):
+            not_written, cut_short = self._write_notes(batches, sorted(heads), files, ids, final_ids, names,
+                                                      states, renames)
+            # Deletions wait for the run that writes every changed note (a time budget may stop this
+            # one); a vanished note whose id a written note took went with that note's old rows.
+            for state in [] if cut_short else [s for s in vanished if s.note_id not in final_ids]:
                 batches.ensure_open()
-                previous = states.get(path) or renames.get(path)
-                if previous is not None and previous.note_id in final_ids and previous.note_id != ids[path]:
-                    previous = None  # its old id belongs to another note now: nothing to move
-                self._write_note(parsed[path], ids[path], names, previous)
+                note_store.delete_note(self.conn, state.note_id)
+                usage_store.forget_note_opens(self.conn, [state.note_id])  # what was learnt about it goes too
                 batches.item_done()
-                self.progress(done, total, path)
-        if cut_short:  # links, anchors and cards: the run that reads the rest (relink.mark_pending)
+        if cut_short:  # links, anchors and cards: the run that writes the rest (relink.mark_pending)
             raise Cancelled("the import's time budget is spent; what it wrote is kept, the next run goes on")
         relinked_before = self.report.notes_relinked
-        if self._anchored is not None:
-            self._anchored |= note_store.resolved_targets(self.conn, written)
-        self._relink(names, skip=written, changed_names=changed_names)
+        if not_written:  # links were resolved against names that include these: every note again
+            names = self._name_index(note_store.note_names(self.conn), scan.out_of_corpus, scan.attachments)
+            changed_names, self._anchored = None, None
+            written = set()
+        relink.relink_notes(self.conn, self.registry, names, skip=written, changed_names=changed_names,
+                            cancel=self.cancel, report=self.report, anchored=self._anchored)
         with immediate(self.conn):
             relink.mark_done(self.conn, digest)
             privacy_changed = self._apply_private_paths()
-            if parsed or vanished or privacy_changed or self.report.notes_relinked > relinked_before:
+            if heads or vanished or privacy_changed or self.report.notes_relinked > relinked_before:
                 anchor_store.refresh(self.conn, anchor_text, None if privacy_changed else self._anchored)
             set_meta(self.conn, VAULT_KEY, str(self.vault.resolve()))
 
-        self._totals()
+        self._totals(wrote=bool(heads or vanished or privacy_changed) or self.report.notes_relinked > relinked_before)
         self.report.seconds = time.monotonic() - started
         if refused:
             raise MassDeleteRefused(refused, self.report)
         return self.report
 
-    def _renames(self, parsed: dict[str, ParsedFile], states: dict, vanished: list) -> dict:
-        added = {p: (item.content_hash, item.declared_id, "\n".join(item.parsed.lines))
-                 for p, item in parsed.items() if p not in states}
+    def _write_notes(self, batches: WriteBatches, paths: list[str], files: dict[str, VaultFile],
+                     ids: dict[str, str], final_ids: set[str], names: NameIndex, states: dict,
+                     renames: dict) -> tuple[list[str], bool]:
+        """Parse and write the changed files, BATCH_NOTES at a time (parsed outside the write
+        transaction, released once written). Returns (the paths not written: they could not be
+        read or parsed now, whether the time budget stopped the writing)."""
+        not_written: list[str] = []
+        done = 0
+        for start in range(0, len(paths), self.batch_notes):
+            if batches.in_transaction:
+                batches.commit()  # no write lock held while a batch is parsed
+            batch: list[tuple[str, ParsedFile]] = []
+            for path in paths[start:start + self.batch_notes]:
+                if self.reading_spent(done + len(batch) + len(not_written)):
+                    self._write_batch(batches, batch, ids, final_ids, names, states, renames, done, len(paths))
+                    return not_written, True
+                item = self._parse(files[path])
+                if item is None:
+                    not_written.append(path)
+                else:
+                    batch.append((path, item))
+            done = self._write_batch(batches, batch, ids, final_ids, names, states, renames, done, len(paths))
+        return not_written, False
+
+    def _write_batch(self, batches: WriteBatches, batch: list[tuple[str, ParsedFile]], ids: dict[str, str],
+                     final_ids: set[str], names: NameIndex, states: dict, renames: dict, done: int,
+                     total: int) -> int:
+        for path, item in batch:
+            batches.ensure_open()
+            previous = states.get(path) or renames.get(path)
+            if previous is not None and previous.note_id in final_ids and previous.note_id != ids[path]:
+                previous = None  # its old id belongs to another note now: nothing to move
+            self._write_note(item, ids[path], names, previous)
+            batches.item_done()
+            done += 1
+            self.progress(done, total, path)
+        return done
+
+    def _renames(self, heads: dict[str, FileHead], states: dict, vanished: list, files: dict[str, VaultFile]) -> dict:
+        added = {p: (head.content_hash, head.declared_id) for p, head in heads.items() if p not in states}
         if not added or not vanished:
             return {}
         old_texts = note_store.note_bodies(self.conn, [v.note_id for v in vanished])
-        renames, notices = match_renames(added, vanished, old_texts, self.options.rename_min_overlap)
+        renames, notices = match_renames(added, vanished, old_texts, self.options.rename_min_overlap,
+                                         lambda path: self._body_text(files[path]))
         for notice in notices:
             self._warn(".", notice)
         return renames
+
+    def _body_text(self, file: VaultFile) -> str:
+        """A new file's text as its note would hold it, to compare with a vanished note's."""
+        warnings = len(self.report.warnings)
+        item = self._parse(file)
+        del self.report.warnings[warnings:]  # said when the file is written
+        return "\n".join(item.parsed.lines) if item is not None else ""
 
     def _mass_delete_check(self, vanished: list, indexed: int, on_disk: int) -> str | None:
         """The reason deletions are refused, or None. An empty vault (nothing on disk) is never
@@ -260,7 +323,7 @@ class VaultImporter:
                 f" {why}. Nothing was deleted; other changes were imported. If the notes are really gone, run"
                 " the import again with --allow-mass-delete")
 
-    def _count_changes(self, parsed: dict[str, ParsedFile], states: dict, vanished: list, renames: dict) -> None:
+    def _count_changes(self, parsed: dict[str, FileHead], states: dict, vanished: list, renames: dict) -> None:
         added = [p for p in parsed if p not in states]
         self.report.notes_added = len(added) - len(renames)
         self.report.notes_renamed = len(renames)
@@ -269,7 +332,7 @@ class VaultImporter:
         self.report.notes_unchanged = sum(1 for p in states if p not in parsed) - len(vanished) - len(renames)
 
     # -- note ids --------------------------------------------------------------------------
-    def _settle_ids(self, parsed: dict[str, ParsedFile], unchanged: dict[str, note_store.NoteState],
+    def _settle_ids(self, heads: dict[str, FileHead], unchanged: dict[str, note_store.NoteState],
                     kept: dict[str, note_store.NoteState], renames: dict, states: dict,
                     files: dict[str, VaultFile], out_of_corpus: dict[str, str]) -> dict[str, str]:
         """0. A note kept as it was (it cannot be read now) keeps its id: nothing may take it.
@@ -278,10 +341,10 @@ class VaultImporter:
            copy of a note never takes the original's id, and a clean run decides by sort order.
         2. Otherwise a note keeps the id it had (same path, or the note it was renamed from).
         3. A new note gets a hash of its path (made unique if a kept id already uses it).
-        An unchanged note whose id changed is parsed again (it is rewritten under the new id)."""
+        An unchanged note whose id changed is read again (it is rewritten under the new id)."""
         ids = {path: state.note_id for path, state in kept.items()}
         taken = set(ids.values())
-        declared = {p: f.declared_id for p, f in parsed.items()}
+        declared = {p: f.declared_id for p, f in heads.items()}
         declared.update({p: s.declared_id for p, s in unchanged.items()})
         previous = {p: states.get(p) or renames.get(p) for p in declared}
         claims: dict[str, list[str]] = defaultdict(list)
@@ -312,18 +375,18 @@ class VaultImporter:
         for path, state in list(unchanged.items()):
             if ids[path] != state.note_id:
                 data = self._read(files[path])
-                item = self._parse(files[path], data, out_of_corpus, {}) if data is not None else None
-                if item is not None:
-                    parsed[path] = item
+                head = self._head(files[path], data, out_of_corpus) if data is not None else None
+                if head is not None:
+                    heads[path] = head
                     del unchanged[path]
         return ids
 
-    def _name_index(self, parsed, unchanged, ids, out_of_corpus, attachments) -> NameIndex:
+    def _name_index(self, notes: Iterable[tuple[str, str, list[str]]], out_of_corpus: dict[str, str],
+                    attachments: set[str]) -> NameIndex:
+        """notes: (note id, path, aliases) of every note the run ends with."""
         names = NameIndex()
-        for path, item in parsed.items():
-            names.add_note(ids[path], path, item.aliases)
-        for path, state in unchanged.items():
-            names.add_note(ids[path], path, state.aliases)
+        for note_id, path, aliases in notes:
+            names.add_note(note_id, path, aliases)
         for path, reason in out_of_corpus.items():
             names.add_outside(path, reason)
         for path in attachments:
@@ -345,6 +408,7 @@ class VaultImporter:
         # import of 6,500 notes spent 1.5-3 s on them. Paths and final ids are each written once per
         # run, so only rows that existed when the run began can be in the way.
         kept = edge_store.owned_signal_edges(self.conn, note_id) if note_id in self._state_ids else []
+        self._anchor_changes(rows, note_id, previous)
         if item.path in self._states_by_path:
             note_store.delete_note_at_path(self.conn, item.path)
         if previous is not None and previous.note_id != note_id:
@@ -356,6 +420,23 @@ class VaultImporter:
         note_store.insert_chunks(self.conn, note_id, rows.chunks)
         note_store.insert_links(self.conn, note_id, rows.links)
         edge_store.insert_edges(self.conn, edges + kept)
+
+    def _anchor_changes(self, rows: NoteRows, note_id: str, previous: note_store.NoteState | None) -> None:
+        """Before a note's old rows go: the notes whose anchor rows its rewrite may change (its
+        targets, before and after) join `_anchored`, unless the lines it gives them stay the same
+        (most edits: a touched note linking a hub does not make the hub's every line read again)."""
+        if self._anchored is None:
+            return
+        note = rows.note
+        lines = [(l.seq, l.resolved_note_id, l.evidence, l.target_raw) for l in rows.links
+                 if l.resolution == "resolved" and l.resolved_note_id != note_id]
+        fresh = (note.path, lines) if not note.private and note.ai_processing else None
+        olds = [anchor_store.outgoing_lines(self.conn, old_id) for old_id in
+                {note_id, previous.note_id if previous else note_id} & self._state_ids]
+        if olds == [fresh] or (not olds and fresh is None):
+            return
+        for given in [fresh, *olds]:
+            self._anchored |= {target for _, target, _, _ in given[1]} if given else set()
 
     def _rows(self, item: ParsedFile, note_id: str, names: NameIndex,
               previous: note_store.NoteState | None) -> NoteRows | None:
@@ -378,7 +459,7 @@ class VaultImporter:
         self._warn(item.path, reason)
         return rows
 
-    def _changed_names(self, parsed: dict[str, ParsedFile], vanished: list, renames: dict,
+    def _changed_names(self, parsed: dict[str, FileHead], vanished: list, renames: dict,
                        states: dict[str, note_store.NoteState]) -> set[str]:
         """The names (file names, aliases, before and after) of every note this run writes or deletes."""
         names: set[str] = set()
@@ -390,37 +471,6 @@ class VaultImporter:
         for state in vanished:
             names |= relink.names_of(state.path, state.aliases)
         return names
-
-    def _relink(self, names: NameIndex, skip: set[str], changed_names: set[str] | None) -> None:
-        """Re-resolve the references of notes not rewritten in this run (of all, or of those
-        naming `changed_names`: see vault.relink); rewrite the edges of those whose targets
-        changed (a target appeared, vanished, or became ambiguous)."""
-        types = note_store.note_types(self.conn)
-        wanted = relink.notes_to_relink(note_store.link_targets(self.conn), changed_names)
-        if wanted is None:
-            links_by_note = note_store.load_links(self.conn)
-        else:
-            links_by_note = {n: note_store.load_links(self.conn, n).get(n, []) for n in sorted(wanted - skip)}
-        with write_batches(self.conn, cancel=self.cancel) as batches:
-            for note_id, links in links_by_note.items():
-                if note_id in skip or note_id not in types:
-                    continue
-                self.report.notes_relink_checked += 1
-                note_type, path = types[note_id]
-                fresh = resolve_links(links, note_id, path, names)
-                if all((a.resolution, a.resolved_note_id, a.detail, a.candidates)
-                       == (b.resolution, b.resolved_note_id, b.detail, b.candidates) for a, b in zip(links, fresh)):
-                    continue
-                resolved = [l for l in fresh if l.resolution == "resolved"]
-                edges = reference_edges(note_id, note_type, self.registry.note_type(note_type).edge_defaults, resolved)
-                if self._anchored is not None:
-                    self._anchored |= {l.resolved_note_id for l in links + fresh if l.resolved_note_id}
-                batches.ensure_open()
-                note_store.update_link_resolutions(self.conn, note_id, fresh)
-                edge_store.delete_reference_edges(self.conn, note_id)
-                edge_store.insert_edges(self.conn, edges)
-                batches.item_done()
-                self.report.notes_relinked += 1
 
     def _apply_private_paths(self) -> bool:
         """notes.private = the note's own flag or a folder in privacy.private_paths; recomputed
@@ -434,11 +484,28 @@ class VaultImporter:
         set_meta(self.conn, PRIVACY_KEY, key)
         return True
 
-    def _totals(self) -> None:
-        counts = {**note_store.corpus_counts(self.conn), **edge_store.edge_counts(self.conn)}
-        for key, value in counts.items():
+    def _totals(self, wrote: bool) -> None:
+        """The report's totals of what the store holds. Counting them reads every reference and
+        edge (seconds at 100k notes): a run that wrote none takes those the last run counted, as
+        long as the rows it counted are the rows there are (store.notes.corpus_stamp)."""
+        stamp = note_store.corpus_stamp(self.conn)
+        cached = json.loads(get_meta(self.conn, TOTALS_KEY) or "{}")
+        if wrote or cached.get("stamp") != stamp:
+            cached = {"stamp": stamp, "counts": {**note_store.corpus_counts(self.conn),
+                                                 **edge_store.edge_counts(self.conn)}}
+            with immediate(self.conn):
+                set_meta(self.conn, TOTALS_KEY, json.dumps(cached))
+        for key, value in cached["counts"].items():
             setattr(self.report, key, value)
         self.report.warnings.extend(ImportWarning(p, r) for p, r in note_store.stored_warnings(self.conn))
+
+
+def _named(heads: dict[str, FileHead], stored: dict[str, note_store.NoteState],
+           ids: dict[str, str]) -> Iterator[tuple[str, str, list[str]]]:
+    for path, head in heads.items():
+        yield ids[path], path, head.aliases
+    for path, state in stored.items():
+        yield ids[path], path, state.aliases
 
 
 def _parsed_well(state: note_store.NoteState | None) -> bool:

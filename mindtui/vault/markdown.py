@@ -90,10 +90,14 @@ _MD = _markdown()
 _CODE_SPANS = _code_span_parser()
 
 
-def decode(data: bytes) -> tuple[str, list[str]]:
-    """Bytes -> text. Binary content raises; invalid UTF-8 is replaced and reported."""
+def reject_binary(data: bytes) -> None:
     if b"\x00" in data[:BINARY_SNIFF_BYTES]:
         raise NotMarkdownError("binary content (NUL bytes) in a .md file, skipped")
+
+
+def decode(data: bytes) -> tuple[str, list[str]]:
+    """Bytes -> text. Binary content raises; invalid UTF-8 is replaced and reported."""
+    reject_binary(data)
     warnings = []
     try:
         text = data.decode("utf-8")

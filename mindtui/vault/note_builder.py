@@ -14,7 +14,8 @@ from mindtui.text.names import is_id_like, passage_text
 from mindtui.vault.chunking import chunk_note
 from mindtui.vault.flags import FLAG_KEYS, read_flags, read_flags_from_lines
 from mindtui.vault.links import LinkRef
-from mindtui.vault.markdown import ParsedNote, decode, parse_note, string_list
+from mindtui.vault.front_matter import split_frontmatter
+from mindtui.vault.markdown import ParsedNote, decode, parse_note, reject_binary, string_list
 from mindtui.vault.resolve import NameIndex, Resolution
 from mindtui.vault.types import TypeRegistry
 
@@ -71,6 +72,34 @@ class ParsedFile:
     plain_text: bool = False
 
 
+def aliases_of(metadata: dict) -> list[str]:
+    return string_list(metadata.get("aliases", metadata.get("alias")))
+
+
+@dataclass(frozen=True)
+class FileHead:
+    """What the importer needs of a changed file before any note is written (its id, the names
+    links resolve by, rename matching), without its parse: the file is parsed when it is written."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    content_hash: str
+    declared_id: str | None
+    aliases: list[str]
+
+
+_FRONTMATTER_STARTS = (b"---", b"\xef\xbb\xbf---")  # with or without a UTF-8 byte order mark
+
+
+def read_head(path: str, data: bytes, size: int, mtime_ns: int) -> FileHead:
+    """The file's head: its frontmatter read as parse_file reads it (only a file that starts with
+    '---' has one: most are not decoded here). Raises markdown.NotMarkdownError for binary content."""
+    reject_binary(data)
+    metadata = split_frontmatter(decode(data)[0])[0] if data.startswith(_FRONTMATTER_STARTS) else {}
+    return FileHead(path, size, mtime_ns, sha256_hex(data), declared_id(metadata), aliases_of(metadata))
+
+
 def parse_file(path: str, data: bytes, size: int, mtime_ns: int, registry: TypeRegistry) -> ParsedFile:
     """Raises markdown.NotMarkdownError for binary content; everything else becomes a warning."""
     text, warnings = decode(data)
@@ -78,7 +107,7 @@ def parse_file(path: str, data: bytes, size: int, mtime_ns: int, registry: TypeR
     warnings = warnings + parsed.warnings
     if not text.strip():
         warnings.append("empty file")
-    aliases = string_list(parsed.metadata.get("aliases", parsed.metadata.get("alias")))
+    aliases = aliases_of(parsed.metadata)
     return ParsedFile(path, size, mtime_ns, sha256_hex(data), parsed, declared_id(parsed.metadata), aliases, warnings)
 
 

@@ -1,4 +1,4 @@
-"""Which unchanged notes' links an import must resolve again: only those naming what changed.
+"""Which unchanged notes' links an import must resolve again, and resolving them: only those naming what changed.
 
 A link's resolution depends on the notes whose file name (or path suffix) or alias matches its
 target's last path part, on the vault's attachments and on its markdown files that are not
@@ -20,13 +20,22 @@ from typing import Iterable
 
 import apsw
 
+from mindtui.progress import CancelToken
+from mindtui.store import edges as edge_store
+from mindtui.store import notes as note_store
+from mindtui.store.batch import WriteBatches, write_batches
 from mindtui.store.meta import get_meta, set_meta
-from mindtui.vault.resolve import stem_key
+from mindtui.vault.edges import reference_edges
+from mindtui.vault.note_builder import resolve_links
+from mindtui.vault.report import ImportReport
+from mindtui.vault.resolve import NameIndex, stem_key
+from mindtui.vault.types import TypeRegistry
 
 # meta: a digest of the vault's attachments and non-indexed notes as the last relink saw them.
 OUTSIDE_NAMES_KEY = "relink_outside_names"
 # meta: "1" while an import has written notes it has not relinked for yet.
 RELINK_PENDING_KEY = "relink_pending"
+RELINK_PAGE = 500  # unchanged notes whose references are read and resolved again at a time
 _ANY_NAME = {"", ".", ".."}  # a target ending so could name any note (`[[..]]` from a folder)
 
 
@@ -71,3 +80,45 @@ def notes_to_relink(targets: Iterable[tuple[str, str]], names: set[str] | None) 
     if names is None:
         return None
     return {note_id for note_id, target in targets if (part := last_part(target)) in names or part in _ANY_NAME}
+
+
+def relink_notes(conn: apsw.Connection, registry: TypeRegistry, names: NameIndex, *, skip: set[str],
+                 changed_names: set[str] | None, cancel: CancelToken, report: ImportReport,
+                 anchored: set[str] | None) -> None:
+    """Re-resolve the references of notes not rewritten in this run (of all, or of those naming
+    `changed_names`), a page of notes at a time; rewrite the edges of those whose targets
+    changed (a target appeared, vanished, or became ambiguous). Their targets, before and
+    after, join `anchored` (the notes whose anchor rows the import refreshes; None: all)."""
+    if changed_names is not None and not changed_names:
+        return  # nothing was written or deleted: every reference resolves as it did
+    types = note_store.note_types(conn)
+    wanted = notes_to_relink(note_store.link_targets(conn), changed_names)
+    pending = sorted((set(types) if wanted is None else wanted & types.keys()) - skip)
+    with write_batches(conn, cancel=cancel) as batches:
+        for start in range(0, len(pending), RELINK_PAGE):
+            page = note_store.links_of(conn, pending[start:start + RELINK_PAGE])
+            for note_id, links in sorted(page.items()):
+                report.notes_relink_checked += 1
+                note_type, path = types[note_id]
+                if _relink_note(conn, registry, batches, note_id, note_type, path, links, names, anchored):
+                    report.notes_relinked += 1
+
+
+def _relink_note(conn: apsw.Connection, registry: TypeRegistry, batches: WriteBatches, note_id: str,
+                 note_type: str, path: str, links: list[note_store.LinkRecord], names: NameIndex,
+                 anchored: set[str] | None) -> bool:
+    """Whether the note's references resolve differently now (then they and its edges are rewritten)."""
+    fresh = resolve_links(links, note_id, path, names)
+    if all((a.resolution, a.resolved_note_id, a.detail, a.candidates)
+           == (b.resolution, b.resolved_note_id, b.detail, b.candidates) for a, b in zip(links, fresh)):
+        return False
+    resolved = [l for l in fresh if l.resolution == "resolved"]
+    edges = reference_edges(note_id, note_type, registry.note_type(note_type).edge_defaults, resolved)
+    if anchored is not None:
+        anchored |= {l.resolved_note_id for l in links + fresh if l.resolved_note_id}
+    batches.ensure_open()
+    note_store.update_link_resolutions(conn, note_id, fresh)
+    edge_store.delete_reference_edges(conn, note_id)
+    edge_store.insert_edges(conn, edges)
+    batches.item_done()
+    return True

@@ -8,7 +8,7 @@ evidence first, then the most similar pairs, ties broken by path.
 
 from __future__ import annotations
 
-from typing import Mapping, Protocol
+from typing import Callable, Mapping, Protocol
 
 from mindtui.text import analysis
 
@@ -40,10 +40,12 @@ def overlap(first: frozenset[int], second: frozenset[int]) -> float:
     return len(first & second) / len(first | second)
 
 
-def match_renames(added: Mapping[str, tuple[str, str | None, str]], vanished: list[Candidate],
-                  old_texts: Mapping[str, str], min_overlap: float) -> tuple[dict[str, Candidate], list[str]]:
-    """added: new path -> (content hash, declared id, body text). Returns (new path -> vanished
-    note it continues, notices)."""
+def match_renames(added: Mapping[str, tuple[str, str | None]], vanished: list[Candidate],
+                  old_texts: Mapping[str, str], min_overlap: float,
+                  text_of: Callable[[str], str]) -> tuple[dict[str, Candidate], list[str]]:
+    """added: new path -> (content hash, declared id); text_of(new path): its body text, asked
+    only of the files compared by text (one at a time: the importer holds no parsed file).
+    Returns (new path -> vanished note it continues, notices)."""
     notices: list[str] = []
     matches: dict[str, Candidate] = {}
     free = sorted(vanished, key=lambda v: v.path)
@@ -68,13 +70,14 @@ def match_renames(added: Mapping[str, tuple[str, str | None, str]], vanished: li
         notices.append(f"{len(rest)} new and {len(free)} vanished notes: too many to compare texts; only renames "
                        "with unchanged content or the same frontmatter id were recognised")
         return matches, notices
-    new_sets = {p: shingles(added[p][2]) for p in rest}
     old_sets = {v.note_id: shingles(old_texts.get(v.note_id, "")) for v in free}
-    scored = sorted(((overlap(new_sets[p], old_sets[v.note_id]), p, v.path, v) for p in rest for v in free),
-                    key=lambda item: (-item[0], item[1], item[2]))
+    scored = []  # only the pairs that may match: a new file's shingles are dropped once it is scored
+    for path in rest:
+        new_set = shingles(text_of(path))
+        scored += [(score, path, v.path, v) for v in free
+                   if (score := overlap(new_set, old_sets[v.note_id])) >= min_overlap]
+    scored.sort(key=lambda item: (-item[0], item[1], item[2]))
     for score, path, _, candidate in scored:  # 3. most shared text first
-        if score < min_overlap:
-            break
         if path not in matches and candidate in free:
             take(path, candidate)
     return matches, notices

@@ -13,9 +13,13 @@ from mindtui.text.globs import excluded_by
 @dataclass(frozen=True)
 class VaultFile:
     path: str  # vault-relative, '/' separated
-    abs_path: Path
+    location: str  # where the file is read (a Path made for each of 100k files costs a second a scan)
     size: int
     mtime_ns: int
+
+    @property
+    def abs_path(self) -> Path:
+        return Path(self.location)
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,7 @@ def scan_vault(
             warn(rel, reason)
             result.out_of_corpus[rel] = "too large"
             return
-        result.files.append(VaultFile(rel, Path(entry.path), stat.st_size, stat.st_mtime_ns))
+        result.files.append(VaultFile(rel, entry.path, stat.st_size, stat.st_mtime_ns))
 
     visit(root, "")
     while deferred:
