@@ -209,3 +209,29 @@ def test_many_notes_due_are_looked_up_together_with_the_same_result(vault, db_pa
     assert {(a, b) for a, b, _ in together} == {(a, b) for a, b, _ in one_by_one}
     cosines = {(a, b): c for a, b, c in one_by_one}
     assert all(abs(cosines[(a, b)] - c) < 1e-5 for a, b, c in together)
+
+
+def test_a_note_turned_ai_none_is_never_suggested_even_before_the_sweep_drops_its_vector(vault, db_path):
+    """Its close pairs stay until the sweep removes its note vector (a missing model, a spent
+    budget): meanwhile no link suggestion may come from the model's reading of its old text."""
+    write_notes(vault)
+    synced(vault, db_path)
+    settings = load_settings(overrides={"curation": {"suggestion_min_cosine": -1.0, "max_new_suggestions": 50}})
+    conn = open_database(db_path)
+    try:
+        note_id = conn.execute("SELECT note_id FROM notes WHERE path = 'N00.md'").fetchone()[0]
+        assert any(note_id in (c.payload["source"]["note_id"], c.payload["target"]["note_id"])
+                   for c in LinkSuggestion().detect(conn, settings, {}))
+    finally:
+        conn.close()
+    write_notes(vault, {"N00.md": "---\nai_processing: none\n---\n# Gärten\n\nEine Notiz über Gärten.\n"})
+    run_import(db_path, vault.root)  # and no embed sweep after it
+    conn = open_database(db_path)
+    try:
+        later = LinkSuggestion().detect(conn, settings, {})
+        assert later  # the other notes still get theirs
+        assert not [c for c in later if note_id in (c.payload["source"]["note_id"], c.payload["target"]["note_id"])]
+        assert all(note_id not in pair for pair in close_pairs.cosines_of(conn, [tuple(sorted((note_id, other)))
+                   for (other,) in conn.execute("SELECT note_id FROM notes WHERE note_id != ?", (note_id,))]))
+    finally:
+        conn.close()

@@ -14,6 +14,13 @@ from typing import Iterable, Iterator
 import apsw
 
 from mindtui.store.meta import get_meta, set_meta
+from mindtui.store.visibility import model_readable
+
+# Both notes of a pair still readable by a model: a note turned `ai_processing: none` keeps its
+# rows until the sweep removes its note vector (a failed or budget-stopped embed step), and no
+# automatic step may suggest from it meanwhile.
+_READABLE_PAIR = (" JOIN notes a ON a.note_id = p.note_id JOIN notes b ON b.note_id = p.other_id"
+                  f" WHERE {model_readable('a')} AND {model_readable('b')}")
 
 SETTINGS_KEY = "close_pairs"  # JSON: model, floor, neighbours of the rows written
 
@@ -81,10 +88,11 @@ def write(conn: apsw.Connection, found: dict[str, dict[str, float]], gone: list[
 
 def closest_first(conn: apsw.Connection) -> Iterator[tuple[str, str, float]]:
     """(a, b, cosine) with a < b, the closest pair first, each pair once (at the higher cosine of
-    its two rows), read as the caller goes (a million notes have millions of pairs)."""
+    its two rows), read as the caller goes (a million notes have millions of pairs); pairs of
+    notes a model may read only."""
     seen: set[tuple[str, str]] = set()
     for note_id, other_id, cosine in conn.execute(
-            "SELECT note_id, other_id, cosine FROM note_close_pairs ORDER BY cosine DESC"):
+            f"SELECT p.note_id, p.other_id, p.cosine FROM note_close_pairs p{_READABLE_PAIR} ORDER BY p.cosine DESC"):
         pair = (min(note_id, other_id), max(note_id, other_id))
         if pair not in seen:
             seen.add(pair)
@@ -95,8 +103,8 @@ def cosines_of(conn: apsw.Connection, pairs: Iterable[tuple[str, str]]) -> dict[
     """The cosine of each of these pairs that is in a row either way round."""
     out = {}
     for a, b in pairs:
-        row = conn.execute("SELECT max(cosine) FROM note_close_pairs WHERE (note_id = ? AND other_id = ?)"
-                           " OR (note_id = ? AND other_id = ?)", (a, b, b, a)).fetchone()
+        row = conn.execute(f"SELECT max(p.cosine) FROM note_close_pairs p{_READABLE_PAIR} AND ((p.note_id = ? AND"
+                           " p.other_id = ?) OR (p.note_id = ? AND p.other_id = ?))", (a, b, b, a)).fetchone()
         if row[0] is not None:
             out[(a, b)] = row[0]
     return out
