@@ -110,3 +110,33 @@ def test_notes_are_written_with_a_larger_page_cache_given_back_after(vault, db_p
     finally:
         conn.close()
     assert set(seen) == {-importer_module.CACHE_MIB * 1024}
+
+
+def test_a_file_edited_between_the_two_reads_ends_as_a_clean_import_would(vault, tmp_path, monkeypatch):
+    """Its ids and names were settled from the first read's bytes; written from the second it
+    would carry the scan's size and time, and the next run would take it for current."""
+    import os
+
+    from conftest import run_import
+
+    db, clean = tmp_path / "m.db", tmp_path / "clean.db"
+    vault.write("A.md", "---\naliases: [Alt]\n---\n# A\n\nText.\n")
+    vault.write("B.md", "# B\n\nSiehe [[Neu]].\n")
+    run_import(db, vault.root)
+    vault.write("A.md", "---\naliases: [Alt]\n---\n# A\n\nText, bearbeitet.\n")
+    parse = VaultImporter._parse
+
+    def edited_meanwhile(self, file):
+        if file.path == "A.md":  # the owner saves again between the head and the parse
+            vault.write("A.md", "---\naliases: [Neu]\n---\n# A\n\nText, nochmal bearbeitet.\n")
+            stat = os.stat(vault.root / "A.md")
+            os.utime(vault.root / "A.md", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+        return parse(self, file)
+
+    monkeypatch.setattr(VaultImporter, "_parse", edited_meanwhile)
+    racing = run_import(db, vault.root)
+    monkeypatch.setattr(VaultImporter, "_parse", parse)
+    assert any("changed while it was imported" in w for w in map(str, racing.warnings))
+    run_import(db, vault.root)  # the next run (the watcher's, after that save)
+    run_import(clean, vault.root)
+    assert dump_database(db) == dump_database(clean)
