@@ -214,3 +214,31 @@ def test_a_repeated_query_is_embedded_once(monkeypatch, tmp_path):
     embedder.forget_queries()
     embedder.embed_query("c")
     assert len(calls) == 5
+
+
+def test_a_query_is_embedded_on_one_thread_and_passages_on_the_configured_ones(e5_models_dir):
+    """Two threads that wait for each other stall for a second while another process holds a
+    core; a query (a few tokens) gains nothing from the second one."""
+    import llama_cpp
+
+    from mindtui.models.files import E5_FILE_NAME, E5_MODEL_ID
+
+    embedder = Embedder(e5_models_dir / E5_FILE_NAME, E5_MODEL_ID, n_threads=2)
+    try:
+        embedder.embed_passages(["warm"])
+        llm = embedder._model()
+        seen = []
+        embed = llm.embed
+
+        def recording(*args, **kwargs):
+            seen.append(llama_cpp.llama_n_threads_batch(llm.ctx))
+            return embed(*args, **kwargs)
+
+        llm.embed = recording
+        query = embedder.embed_query("Wie verlinke ich Notizen?")
+        passages = embedder.embed_passages(["Wie verlinke ich Notizen?"])
+        assert seen == [1, 2]
+        assert llama_cpp.llama_n_threads_batch(llm.ctx) == 2  # given back
+        assert cos(query, passages[0]) > 0.8  # the same model, whatever the threads
+    finally:
+        embedder.close()

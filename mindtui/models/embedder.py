@@ -22,6 +22,11 @@ from mindtui.models.files import load_llama
 QUERY_PREFIX = "query: "
 PASSAGE_PREFIX = "passage: "
 QUERY_CACHE = 256  # recent query vectors kept: a search repeated (eval's systems, a TUI refresh) embeds once
+# A query is a few tokens: one thread embeds it in 7.7 ms median against 11.1 ms on two (load 7
+# on 2 cores), and cannot stall. Two threads that wait for each other stalled whole runs of
+# queries for 1.2 s each while another process held a core (the hybrid p95 of 1.2 s at 10k notes
+# in bench/scale_bench.py --quick). Passages, in batches, keep models.threads.
+QUERY_THREADS = 1
 
 
 class Embedder:
@@ -60,9 +65,16 @@ class Embedder:
         with self._lock:
             return int(self._model().n_embd())
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+    def _embed(self, texts: Sequence[str], threads: int | None = None) -> np.ndarray:
         with self._lock:
-            vectors = self._model().embed(list(texts), normalize=False, truncate=True)
+            llm = self._model()
+            if threads is not None:
+                _set_threads(llm, threads)
+            try:
+                vectors = llm.embed(list(texts), normalize=False, truncate=True)
+            finally:
+                if threads is not None:
+                    _set_threads(llm, self.n_threads)
         matrix = np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         return matrix / np.where(norms == 0, 1.0, norms)
@@ -76,7 +88,7 @@ class Embedder:
             if cached is not None:
                 self._queries.move_to_end(text)
                 return cached
-        vector = self._embed([QUERY_PREFIX + text])[0]
+        vector = self._embed([QUERY_PREFIX + text], threads=min(QUERY_THREADS, self.n_threads))[0]
         vector.setflags(write=False)  # shared by every caller of the same query
         with self._lock:
             self._queries[text] = vector
@@ -100,3 +112,10 @@ class Embedder:
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None
+
+
+def _set_threads(llm, threads: int) -> None:
+    """The threads of the model's next decodes (llama.cpp reads them per call)."""
+    import llama_cpp
+
+    llama_cpp.llama_set_n_threads(llm.ctx, threads, threads)
