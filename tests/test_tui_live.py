@@ -85,6 +85,25 @@ async def test_a_big_note_shows_its_first_screen_and_keys_work_while_the_rest_re
     assert all(len(line) <= 80 for line in shown)
 
 
+async def test_keys_pressed_while_a_big_note_renders_are_handled_in_order(big_vault):
+    """Keys that arrive together while the rest of the note renders: each one handled, in order,
+    none waiting for the whole note (three Downs, then an Up: an Up handled first would be lost
+    at the top, a Down dropped would leave the view higher)."""
+    from textual import events
+
+    vault, service = big_vault
+    app = pilot_app(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pages = await open_big(pilot)
+        app.screen.set_focus(pages)
+        await wait_for(pilot, lambda: app.focused is pages and pages.max_scroll_y > 10, "the focus")
+        assert not pages.complete
+        for key in ("down", "down", "down", "up"):  # as a terminal read hands them over: no waiting between
+            app.post_message(events.Key(key, None))
+        await wait_for(pilot, lambda: pages.scroll_target_y == 2 and pages.scroll_offset.y == 2, "the keys")
+        assert not pages.complete, "the keys waited for the whole note"
+
+
 async def test_a_big_note_keeps_only_the_pages_looked_at(vault, db_path):
     """Every page is counted, but only the last CACHED_PAGES looked at keep their rendered lines
     (all of a 5 MB note's lines made each full garbage collection take up to 1.2 s); a page

@@ -236,6 +236,13 @@ class PagedMarkdown(ScrollView, can_focus=True):
             return Strip.blank(width, self.rich_style)
         return self._line(index).crop_extend(scroll_x, scroll_x + width, self.rich_style)
 
+    @property
+    def allow_vertical_scroll(self) -> bool:
+        """Scrollable once the lines rendered so far outgrow the view. Textual's own test waits for
+        the next layout to show the scrollbar: under load the first Downs after the first screen
+        came before it and were ignored (three Downs and an Up ended on line 1)."""
+        return not self._check_disabled() and self.max_scroll_y > 0
+
     # Keys scroll at once, not animated: the scroll range grows while the note renders, and a
     # grow in the middle of an animation dropped the Downs queued in it (3 Downs, 1 Up -> line 1).
     def action_scroll_down(self) -> None:
