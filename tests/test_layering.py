@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mindtui"
 # layer), front ends only the service, the configuration layer and each other.
 LAYERS = [
     ("configuration", {"mindtui", "mindtui.config", "mindtui.locations", "mindtui.errors", "mindtui.audience",
-                       "mindtui.progress"}),
+                       "mindtui.progress", "mindtui.lazy_import"}),
     ("text analysis", {"mindtui.text"}),
     ("store", {"mindtui.store"}),
     ("vault and models", {"mindtui.vault", "mindtui.models"}),
@@ -132,6 +132,7 @@ def test_front_ends_import_only_the_service_and_the_configuration():
 
 
 CORE = ["mindtui.store", "mindtui.vault", "mindtui.graph", "mindtui.curation.actions", "mindtui.jobs", "mindtui.cli", "mindtui.service",
+        "mindtui.service.core",
         "mindtui.vault.importer", "mindtui.jobs.runner", "mindtui.models", "mindtui.models.holder", "mindtui.config"]
 
 

@@ -8,6 +8,7 @@ import threading
 import pytest
 from tui_support import build_fixed_db, owner_service, pilot_app, settle, until
 
+from mindtui.service import SearchOptions
 from mindtui.store import open_database
 from mindtui.tui.confirm_writes import ConfirmWrites
 from mindtui.tui.help_screen import HelpScreen
@@ -104,7 +105,7 @@ async def test_a_newer_query_wins_over_an_older_answer(service):
         await pilot.press("ctrl+u", *"Spaced Repetition")
         await settle(pilot)
         # A late answer for the old query arrives after the new one: it is dropped.
-        stale = service.search("Zettelkasten", screen._options("hybrid"))
+        stale = service.search("Zettelkasten", SearchOptions(**screen._options("hybrid")))
         screen.post_message(SearchScreen.Answer(old_generation, "hybrid", "Zettelkasten", stale))
         await settle(pilot)
         assert screen.results[0].title == "Spaced Repetition"

@@ -69,6 +69,7 @@ async def test_a_big_note_shows_its_first_screen_and_keys_work_while_the_rest_re
     async with app.run_test(size=(80, 24)) as pilot:
         pages = await open_big(pilot)
         assert not pages.complete  # the rest is still rendering ...
+        assert not pages._pages.all_cut  # ... and is not even cut into pages yet: the first screen did not wait for that
         await pilot.press("f2")  # ... and a key is handled meanwhile
         await wait_for(pilot, lambda: app.current_mode == "search", "the mode switch")
         assert not pages.complete, "the key waited for the whole note"
@@ -83,6 +84,36 @@ async def test_a_big_note_shows_its_first_screen_and_keys_work_while_the_rest_re
     assert "Big list" in text and "# Big list" not in text
     assert "Plugin number 0" in text and "[[" not in text and "plugin-0|" not in text
     assert all(len(line) <= 80 for line in shown)
+
+
+async def test_keys_pressed_while_a_big_note_renders_are_handled_in_order(big_vault):
+    """Keys that arrive together while the rest of the note renders: each one handled, in order,
+    none waiting for the whole note (three Downs, then an Up: an Up handled first would be lost
+    at the top, a Down dropped would leave the view higher)."""
+    from textual import events
+
+    vault, service = big_vault
+    app = pilot_app(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pages = await open_big(pilot)
+        app.screen.set_focus(pages)
+        await wait_for(pilot, lambda: app.focused is pages and pages.max_scroll_y > 10, "the focus")
+        assert not pages.complete
+        for key in ("down", "down", "down", "up"):  # as a terminal read hands them over: no waiting between
+            app.post_message(events.Key(key, None))
+        await wait_for(pilot, lambda: pages.scroll_target_y == 2 and pages.scroll_offset.y == 2, "the keys")
+        assert not pages.complete, "the keys waited for the whole note"
+
+
+def test_a_long_note_is_cut_into_pages_only_as_far_as_they_are_asked_for():
+    from mindtui.tui.note_markdown import NotePages, split_pages
+
+    text = big_note(3000)
+    pages = NotePages(text, 2_000, first=3)
+    assert len(pages.cut) == 3 and not pages.all_cut
+    assert pages.page(5) is not None and len(pages.cut) == 6
+    assert pages.page(10**6) is None and pages.all_cut
+    assert pages.cut == split_pages(text, 2_000) and "".join(pages.cut) == text
 
 
 async def test_a_big_note_keeps_only_the_pages_looked_at(vault, db_path):

@@ -13,14 +13,16 @@ from dataclasses import dataclass
 from typing import Callable
 
 import apsw
-import numpy as np
 
 from mindtui.config import Settings
+from mindtui.lazy_import import lazy_module
 from mindtui.search import fusion
 from mindtui.search.query import ParsedQuery
 from mindtui.store import knowledge_store
 from mindtui.store import search_store
 from mindtui.text import analysis
+
+np = lazy_module("numpy")  # a full-text search never imports it (see lazy_import)
 
 KINDS = (None, "notes", "knowledge")
 LOG_PREFIX = "knowledge:"  # how an item stands in search_log.results beside note ids

@@ -31,11 +31,12 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
-
+from mindtui.lazy_import import lazy_module
 from mindtui.search.query import ParsedQuery, parse_query
 from mindtui.store import usage_store
 from mindtui.store.meta import data_version
+
+np = lazy_module("numpy")  # a full-text search never imports it (see lazy_import)
 
 
 MIN_SPREAD = 5  # past query vectors needed before their cosines' spread means anything

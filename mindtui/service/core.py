@@ -25,9 +25,10 @@ from mindtui.models import files as model_files
 from mindtui.models.holder import ModelHolder, shared_holder
 from mindtui.progress import CancelToken, StepProgress
 from mindtui.search.engine import SearchEngine, SearchModels, SearchOptions, SearchResponse
-from mindtui.search.fit import apply_learnt, learnt_values
+from mindtui.search.fit import apply_learnt
 from mindtui.service import views
 from mindtui.service.curation import ActionOutcome, Card, CurationDesk
+from mindtui.service.fulltext import cached_engine
 from mindtui.service.job_process import JobProcess, batch_summary
 from mindtui.service.knowledge import KnowledgeDesk, KnowledgeView
 from mindtui.service.redact import public_explain, redact, redact_value
@@ -93,18 +94,9 @@ class Service:
             return self._registry
 
     def _engine(self, pooled, say: Say | None = None) -> SearchEngine:
-        # Values the nightly fit learnt (search.fit) apply where the user set nothing. They are read
-        # on every search (one row of meta): a nightly that ran in a child process, or from cron,
-        # while this process lives is picked up when it has ended, not at the next start.
-        # An agent's engine only with privacy.agent_uses_history: the values come from the owner's opens.
+        # An agent's engine learns only with privacy.agent_uses_history: the values come from the owner's opens.
         learns = self.audience is Audience.OWNER or self.settings.privacy.agent_uses_history
-        learnt = learnt_values(pooled.conn) if learns else {}
-        cached = pooled.cache.get("engine")
-        if cached is None or cached[0] != learnt:
-            settings = self.settings.with_learnt("search", learnt)
-            cached = pooled.cache["engine"] = (learnt, SearchEngine(pooled.conn, settings,
-                                                                    SearchModels(self.models, self.settings, say)))
-        return cached[1]
+        return cached_engine(pooled, self.settings, learns, lambda: SearchModels(self.models, self.settings, say))
 
     def _redactor(self, pooled) -> "_Redactor":
         """For an agent: text with links to hidden notes taken out (see service.redact)."""

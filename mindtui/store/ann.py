@@ -21,9 +21,11 @@ import weakref
 from dataclasses import dataclass
 
 import apsw
-import numpy as np
 
+from mindtui.lazy_import import lazy_module
 from mindtui.store import vector_codes
+
+np = lazy_module("numpy")  # a full-text search never imports it (see lazy_import)
 
 
 # One thread scans as fast as two on the 2-core machine (a million codes: 0.17x vs 0.18x of

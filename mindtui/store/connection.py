@@ -7,11 +7,12 @@ hands them out).
 
 from __future__ import annotations
 
+import importlib.util
 import urllib.parse
+from functools import cache
 from pathlib import Path
 
 import apsw
-import sqlite_vec
 
 from mindtui import errors
 from mindtui.audience import Audience
@@ -41,10 +42,20 @@ class DatabaseReadOnlyError(DatabaseError):
     """A write to a database this process can only read."""
 
 
+@cache
+def sqlite_vec_path() -> str:
+    """The sqlite-vec extension the sqlite_vec package ships (its loadable_path()), found without
+    importing the package: its __init__ imports numpy, about as long as the rest of the store."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or spec.origin is None:
+        raise DatabaseError("cannot load the sqlite-vec extension: the sqlite_vec package is not installed")
+    return str(Path(spec.origin).parent / "vec0")
+
+
 def _load_sqlite_vec(conn: apsw.Connection) -> str:
     try:
         conn.enable_load_extension(True)
-        conn.load_extension(sqlite_vec.loadable_path())
+        conn.load_extension(sqlite_vec_path())
         conn.enable_load_extension(False)
         (version,) = conn.execute("SELECT vec_version()").fetchone()
     except apsw.Error as exc:

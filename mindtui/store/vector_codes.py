@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import apsw
-import numpy as np
 
+from mindtui.lazy_import import lazy_module
 from mindtui.store.batch import immediate
 from mindtui.store.meta import get_meta, set_meta
+
+np = lazy_module("numpy")  # a full-text search never imports it (see lazy_import)
 
 PAGE_BITS = 12  # 4,096 embedding ids a page
 _SPREAD = 4.0  # a dimension's codes cover +-4 standard deviations (a rarer value is clipped)

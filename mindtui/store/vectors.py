@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 import apsw
-import numpy as np
 
+from mindtui.lazy_import import lazy_module
 from mindtui.store import ann, vector_codes
 from mindtui.store.visibility import model_readable
+
+np = lazy_module("numpy")  # a full-text search never imports it (see lazy_import)
 
 VECTOR_DIM = 384  # fixed by migration 0002's vec0 column
 

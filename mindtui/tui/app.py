@@ -7,7 +7,6 @@ line every screen shows; it loads the embedding model in the background after th
 
 from __future__ import annotations
 
-import sys
 import threading
 from functools import partial
 from typing import TYPE_CHECKING, Iterable
@@ -21,6 +20,7 @@ from textual.screen import Screen
 
 from mindtui.config import Settings
 from mindtui.tui.curation_screen import CurationScreen
+from mindtui.tui.early_search import EarlySearch
 from mindtui.tui.help_screen import HelpScreen
 from mindtui.tui.jobs_screen import JobsScreen
 from mindtui.tui.key_order import KeepsKeyOrder
@@ -32,7 +32,7 @@ from mindtui.tui.status import StatusInfo, status_line
 from mindtui.tui.worker_errors import ReportsWorkerErrors, error_text, traceback_text
 
 if TYPE_CHECKING:
-    from mindtui.service import Service
+    from mindtui.service import SearchResponse, Service
 
 STATUS_INTERVAL_S = 2.0
 WATCH_START_S = 2.0
@@ -45,6 +45,10 @@ class StatusRead(Message):
     def __init__(self, info: StatusInfo) -> None:
         super().__init__()
         self.info = info
+
+
+class ServiceOpened(Message):
+    """The service is open (or failed to open: then `service` raises its error), posted from its worker."""
 
 
 class VaultChanged(Message):
@@ -77,6 +81,10 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
 
     status_text: reactive[str] = reactive("mindtui · reading the database…")
     model_state: reactive[str] = reactive("not loaded")
+    # True once the service is open: Search runs the hybrid search of the query typed before then
+    # (a worker waiting for the service held a thread of the pool each; six held, the pool's size,
+    # no full-text worker could start).
+    service_open: reactive[bool] = reactive(False)
     # Bumped when the live vault's watcher has imported changes (the paths: vault_paths); Search
     # runs its query again, Note reloads its note in place when it changed.
     vault_generation: reactive[int] = reactive(0)
@@ -94,7 +102,9 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
         self._service_error: BaseException | None = None
         if service is not None:
             self._service_ready.set()
+            self.set_reactive(MindtuiApp.service_open, True)
         self._owns_service = service is None
+        self.early_search = EarlySearch(settings, self._service_ready)
         self.load_model = load_model
         self.poll_status = poll_status
         self.status_info: StatusInfo | None = None
@@ -115,6 +125,17 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
         if self._service is None:
             raise self._service_error
         return self._service
+
+    def search_full_text(self, query: str, options) -> "SearchResponse":
+        """A full-text search; workers only. Before the service is open the lean full-text search
+        answers (see tui.early_search)."""
+        early = self.early_search.search(query, options)
+        return early if early is not None else self.service.search(query, options)
+
+    def count_full_text(self, query: str, options, at_most: int) -> int:
+        """How many notes the query's words match, counted up to at_most + 1; workers only."""
+        early = self.early_search.count(query, options, at_most)
+        return early if early is not None else self.service.search_count(query, options, at_most=at_most)
 
     def on_mount(self) -> None:
         if self._service is None:
@@ -151,6 +172,7 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
                 process.cancel()
 
     def on_unmount(self) -> None:
+        self.early_search.close()
         if self.watcher is not None:
             # A run in progress is told to stop at its next safe point; quitting does not wait for it.
             self.watcher.stop(timeout=WATCH_STOP_S)
@@ -163,6 +185,7 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
         """Import the service stack and open the database, off the event loop and after the
         first frame (see tui.lazy): start-up paints before it has read a byte."""
         try:
+            self.early_search.prepare()
             from mindtui.service import Audience, Service
 
             self._service = Service(self.settings, audience=Audience.OWNER)
@@ -171,6 +194,12 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
             raise
         finally:
             self._service_ready.set()
+            self.early_search.close()
+            self.post_message(ServiceOpened())
+
+    @on(ServiceOpened)
+    def _service_opened(self) -> None:
+        self.service_open = self._service is not None
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="watch")
     def start_watching(self) -> None:
@@ -255,7 +284,8 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
         for mode, screen_class in self.MODES.items():
             for name, description, action in screen_class.PALETTE:
                 yield SystemCommand(name, description, partial(self.run_in_mode, mode, action))
-        service = sys.modules.get("mindtui.service")  # not imported yet in the first moments: later then
+        # The service stack is not imported yet in the first moments: its curation actions later then.
+        service = service_api() if self._service_ready.is_set() else None
         for kind, actions in (service.curation_kind_actions() if service else {}).items():
             for action in actions:
                 yield SystemCommand(f"Card: {action['name']} ({kind.replace('_', ' ')})",

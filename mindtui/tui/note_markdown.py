@@ -8,6 +8,7 @@ and `==highlights==`. Each is turned into plain markdown that says the same thin
 from __future__ import annotations
 
 import re
+from typing import Iterator
 from urllib.parse import quote, unquote
 
 WIKILINK_SCHEME = "note:"
@@ -17,6 +18,7 @@ _WIKILINK = re.compile(r"(?P<embed>!?)\[\[(?P<target>[^\]|#^]*)(?P<sub>[#^][^\]|
 _COMMENT = re.compile(r"%%.*?%%", re.DOTALL)
 _HIGHLIGHT = re.compile(r"==(?=\S)(.+?)(?<=\S)==")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+_LINE = re.compile(r"[^\n]*\n|[^\n]+")  # a line with its end, as str.splitlines(keepends=True) on \n
 
 
 def strip_frontmatter(text: str) -> str:
@@ -124,20 +126,25 @@ _TOP_LEVEL_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])[ \t]")
 
 
 def split_pages(markdown: str, page_chars: int) -> list[str]:
+    """CommonMark cut into pages of about page_chars (see iter_pages)."""
+    return list(iter_pages(markdown, page_chars))
+
+
+def iter_pages(markdown: str, page_chars: int) -> Iterator[str]:
     """CommonMark cut into pages of about page_chars, each rendering as it would inside the whole:
     cuts fall only before a top-level block that follows a blank line, or before a top-level list
     item (a long list becomes several lists, which look the same), never inside a fence or a
-    %%comment%%. Works on Obsidian markdown as well as on CommonMark."""
-    lines = markdown.splitlines(keepends=True)
-    pages: list[str] = []
+    %%comment%%. Works on Obsidian markdown as well as on CommonMark. One page at a time, as
+    they are asked for: the first screen of a 5 MB note does not wait for the whole to be cut."""
     page: list[str] = []
     size = 0
     fenced = commented = False
     previous = ""
-    for line in lines:
+    for match in _LINE.finditer(markdown):
+        line = match.group()
         if size >= page_chars and not fenced and not commented and line.strip() and not line[0].isspace() and (
                 not previous.strip() or (_TOP_LEVEL_ITEM.match(line) and _TOP_LEVEL_ITEM.match(previous))):
-            pages.append("".join(page))
+            yield "".join(page)
             page, size = [], 0
         if _FENCE.match(line):
             fenced = not fenced
@@ -147,5 +154,28 @@ def split_pages(markdown: str, page_chars: int) -> list[str]:
         size += len(line)
         previous = line
     if page:
-        pages.append("".join(page))
-    return pages
+        yield "".join(page)
+
+
+class NotePages:
+    """A long note's pages, cut from its text as far as they are asked for (page(n)): the worker
+    cuts the first few, the view the rest while it renders. Shown again (a resize, `a` after a
+    chunk), the pages already cut are reused."""
+
+    def __init__(self, markdown: str, page_chars: int, first: int = 0) -> None:
+        self._rest: Iterator[str] | None = iter_pages(markdown, page_chars)
+        self.cut: list[str] = []
+        self.page(first - 1)
+
+    def page(self, number: int) -> str | None:
+        """Page `number` (from 0), or None past the last."""
+        while number >= len(self.cut) and self._rest is not None:
+            try:
+                self.cut.append(next(self._rest))
+            except StopIteration:
+                self._rest = None
+        return self.cut[number] if 0 <= number < len(self.cut) else None
+
+    @property
+    def all_cut(self) -> bool:
+        return self._rest is None

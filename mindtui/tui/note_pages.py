@@ -28,7 +28,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from mindtui.tui.note_markdown import WIKILINK_SCHEME, href_target, readable
+from mindtui.tui.note_markdown import WIKILINK_SCHEME, NotePages, href_target, readable
 
 PAGE_CHARS = 2_000  # one page renders in ~3-15 ms (a 2-core machine, idle to loaded)
 CACHED_PAGES = 16  # the rendered pages kept (a few screens around where the user looks)
@@ -80,7 +80,7 @@ class PagedMarkdown(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._pages: list[str] = []
+        self._pages: NotePages | None = None
         self._properties: list[tuple[str, str]] = []
         self._next = 0  # the first page not rendered yet
         self._head: list[Strip] = []  # the frontmatter table's lines (kept: a few)
@@ -92,14 +92,14 @@ class PagedMarkdown(ScrollView, can_focus=True):
         self._generation = 0  # bumped by show(): a slice scheduled for an older note does nothing
 
     # -- what is shown -----------------------------------------------------------------
-    def show(self, pages: list[str], properties: list[tuple[str, str]] | None = None, *,
+    def show(self, pages: NotePages, properties: list[tuple[str, str]] | None = None, *,
              keep_place: bool = False) -> None:
-        """Show a note's pages (note_markdown.split_pages of its text after the frontmatter, cut in a
-        worker) with its frontmatter as a table: the first screenful now, the rest in slices, each
-        page made readable (note_markdown.readable) as it renders. keep_place: stay at the same
-        line (a reload)."""
+        """Show a note's pages (note_markdown.NotePages of its text after the frontmatter, the first
+        few cut in a worker, the rest as they render) with its frontmatter as a table: the first
+        screenful now, the rest in slices, each page made readable (note_markdown.readable) as it
+        renders. keep_place: stay at the same line (a reload)."""
         top = self.scroll_offset.y if keep_place else 0
-        self._pages = list(pages)
+        self._pages = pages
         self._properties = list(properties or [])
         self._restart()
         generation = self._generation
@@ -118,19 +118,19 @@ class PagedMarkdown(ScrollView, can_focus=True):
 
     def clear(self) -> None:
         """Show nothing (and stop rendering what was shown)."""
-        self._pages, self._properties = [], []
+        self._pages, self._properties = None, []
         self._restart()
         self.virtual_size = Size(self._width, 0)
         self.refresh()
 
     @property
     def complete(self) -> bool:
-        return self._next >= len(self._pages) and bool(self._pages)
+        return self._pages is not None and self._pages.page(self._next) is None
 
     @property
     def progress(self) -> tuple[int, int]:
-        """(pages rendered, pages)"""
-        return self._next, len(self._pages)
+        """(pages rendered, pages cut so far: all of them once complete)"""
+        return self._next, len(self._pages.cut) if self._pages is not None else 0
 
     @property
     def line_count(self) -> int:
@@ -168,7 +168,7 @@ class PagedMarkdown(ScrollView, can_focus=True):
         full garbage collection of the process take 0.1-1.2 s (with keys waiting behind it)."""
         lines = self._cache.get(page)
         if lines is None:
-            lines = self._rendered(RichMarkdown(readable(self._pages[page], frontmatter=False), hyperlinks=True))
+            lines = self._rendered(RichMarkdown(readable(self._pages.page(page), frontmatter=False), hyperlinks=True))
             if looked_at:  # a page rendered ahead only to be counted is not kept
                 self._cache[page] = lines
                 while len(self._cache) > CACHED_PAGES:
@@ -200,7 +200,7 @@ class PagedMarkdown(ScrollView, can_focus=True):
             return
         started = time.perf_counter()
         with collections_deferred():
-            while self._next < len(self._pages):
+            while self._pages.page(self._next) is not None:
                 self._starts.append(self._total)
                 self._total += len(self._page_lines(self._next, looked_at=until_line is not None))
                 self._next += 1
@@ -209,7 +209,7 @@ class PagedMarkdown(ScrollView, can_focus=True):
                         break
                 elif time.perf_counter() - started >= RENDER_SLICE_S:
                     break
-        done = self._next >= len(self._pages)
+        done = self._pages.page(self._next) is None
         near_end = self.scroll_offset.y + self.size.height * 4 >= self.virtual_size.height
         # A new scroll range lays the whole screen out again (~5-20 ms): a few times a second,
         # and whenever the user is about to reach the end of what is counted.
@@ -217,13 +217,13 @@ class PagedMarkdown(ScrollView, can_focus=True):
             self._sized_at = time.perf_counter()
             self.virtual_size = Size(self._width, self._total)
             self.refresh()
-        if self._next < len(self._pages):
+        if not done:
             self.set_timer(SLICE_GAP_S, lambda: self._render_slice(generation))
         else:
             self.post_message(self.Rendered())
 
     def on_resize(self) -> None:
-        if self._pages and self._content_width() != self._width:
+        if self._pages is not None and self._content_width() != self._width:
             top = self.scroll_offset.y
             self._restart()  # rendered lines are wrapped to one width: render again at the new one
             self._render_slice(self._generation, until_line=top + self.size.height * 2)
@@ -235,6 +235,13 @@ class PagedMarkdown(ScrollView, can_focus=True):
         if index >= self._total:
             return Strip.blank(width, self.rich_style)
         return self._line(index).crop_extend(scroll_x, scroll_x + width, self.rich_style)
+
+    @property
+    def allow_vertical_scroll(self) -> bool:
+        """Scrollable once the lines rendered so far outgrow the view. Textual's own test waits for
+        the next layout to show the scrollbar: under load the first Downs after the first screen
+        came before it and were ignored (three Downs and an Up ended on line 1)."""
+        return not self._check_disabled() and self.max_scroll_y > 0
 
     # Keys scroll at once, not animated: the scroll range grows while the note renders, and a
     # grow in the middle of an animation dropped the Downs queued in it (3 Downs, 1 Up -> line 1).

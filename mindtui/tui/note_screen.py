@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Markdown, Static, Tree
 
 from mindtui.tui.lazy import service_api
-from mindtui.tui.note_markdown import frontmatter_rows, href_target, readable, split_pages, strip_frontmatter
+from mindtui.tui.note_markdown import NotePages, frontmatter_rows, href_target, readable, strip_frontmatter
 from mindtui.tui.note_markdown import wikilinks
 from mindtui.tui.note_pages import PAGE_CHARS, PagedMarkdown, properties_table
 from mindtui.tui.picker import Choice, PickerScreen
@@ -37,18 +37,19 @@ GROUP_LABELS = {"links_out": "links", "backlinks": "backlinks", "relations": "re
 # Longer text is shown page by page (note_pages): Textual's Markdown widget takes ~1 ms of the
 # event loop per block, all at once.
 PAGED_FROM = 20_000
+FIRST_PAGES = 8  # cut in the loading worker: more than a first screen (the view cuts the rest as it renders)
 NEIGHBOURS_SHOWN = 200  # per group: a hub note's 1,800 links as tree nodes took the event loop for a while
 
 
 class Prepared:
     """A note's text made ready for the screen in the loading worker: its CommonMark, or its
-    pages when it is long (made readable as they render: on 5 MB all at once takes ~1 s), and
-    its frontmatter."""
+    first pages when it is long (the rest are cut, and each page made readable, as they render:
+    cutting all of 5 MB took 30-100 ms before the first screen), and its frontmatter."""
 
     def __init__(self, text: str) -> None:
         paged = len(text) > PAGED_FROM
         self.markdown = "" if paged else readable(text)  # a long one is made readable page by page
-        self.pages = split_pages(strip_frontmatter(text), PAGE_CHARS) if paged else None
+        self.pages = NotePages(strip_frontmatter(text), PAGE_CHARS, FIRST_PAGES) if paged else None
         self.properties = frontmatter_rows(text)
 
 

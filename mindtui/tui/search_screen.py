@@ -145,6 +145,7 @@ class SearchScreen(ReportsWorkerErrors, Screen):
     def on_mount(self) -> None:
         self.query_one("#query", Input).focus()
         self.watch(self.app, "model_state", self._model_state_changed, init=False)
+        self.watch(self.app, "service_open", self._service_opened, init=False)
         self.watch(self.app, "vault_generation", self._vault_changed, init=False)
 
     def on_screen_resume(self) -> None:
@@ -152,14 +153,15 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         self.query_one("#query", Input).focus()
 
     # -- what the user typed -------------------------------------------------------------
-    def _options(self, mode: str):
-        SearchOptions = service_api().SearchOptions
+    def _options(self, mode: str) -> dict:
+        """The SearchOptions of the query as it stands, as keywords: the worker makes them (on the
+        event loop the first keystroke would import the search engine, ~60 ms of keys waiting)."""
         values = {name: self.query_one(f"#filter-{name}", Input).value.strip() or None for name, _ in FILTERS}
         kind = values["kind"].lower() if values["kind"] else None
         if kind not in (None, "notes", "knowledge"):
             kind = "knowledge" if "knowledge".startswith(kind) else "notes" if "notes".startswith(kind) else None
-        return SearchOptions(mode=mode, limit=self.limit, note_type=values["type"], tag=values["tag"],
-                             path=values["path"], kind=kind, log=False, wait_for_model=False)
+        return dict(mode=mode, limit=self.limit, note_type=values["type"], tag=values["tag"],
+                    path=values["path"], kind=kind, log=False, wait_for_model=False)
 
     @on(Input.Changed)
     def _query_changed(self, event: Input.Changed) -> None:
@@ -178,7 +180,8 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         generation, query = self.generation, self.query_text
         self.run_fts(generation, query, self._options("fts"))
         def hybrid() -> None:
-            self.run_hybrid(generation, query, self._options("hybrid"))
+            if self.app.service_open:  # else it runs when the service is open (_service_opened)
+                self.run_hybrid(generation, query, self._options("hybrid"))
 
         if self.app.debounce_s > 0:
             self._debounce = self.set_timer(self.app.debounce_s, hybrid)
@@ -190,6 +193,10 @@ class SearchScreen(ReportsWorkerErrors, Screen):
             self._hybrid_waits_for_model = False
             self.run_hybrid(self.generation, self.query_text, self._options("hybrid"))
 
+    def _service_opened(self, service_open: bool) -> None:
+        if service_open and self.query_text.strip():
+            self.run_hybrid(self.generation, self.query_text, self._options("hybrid"))
+
     def _vault_changed(self, generation: int) -> None:
         """The live vault imported changes: the query's results may be different now."""
         if self.query_text.strip():
@@ -197,24 +204,24 @@ class SearchScreen(ReportsWorkerErrors, Screen):
 
     # -- workers -------------------------------------------------------------------------
     @work(thread=True, exclusive=True, exit_on_error=False, group="search-fts")
-    def run_fts(self, generation: int, query: str, options: SearchOptions, count: bool = True) -> None:
-        response = self.app.service.search(query, options)
+    def run_fts(self, generation: int, query: str, options: dict, count: bool = True) -> None:
+        response = self.app.search_full_text(query, service_api().SearchOptions(**options))
         if not get_current_worker().is_cancelled:
             self.post_message(self.Answer(generation, "fts", query, response))
             if count:  # after the results: they never wait for the count
                 self.app.call_from_thread(self.run_count, generation, query, options)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="search-count")
-    def run_count(self, generation: int, query: str, options: SearchOptions) -> None:
+    def run_count(self, generation: int, query: str, options: dict) -> None:
         if generation != self.generation:
             return  # typed past already
-        total = self.app.service.search_count(query, options, at_most=COUNT_AT_MOST)
+        total = self.app.count_full_text(query, service_api().SearchOptions(**options), COUNT_AT_MOST)
         if not get_current_worker().is_cancelled:
             self.post_message(self.Counted(generation, total))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="search-hybrid")
-    def run_hybrid(self, generation: int, query: str, options: SearchOptions) -> None:
-        response = self.app.service.search(query, options)
+    def run_hybrid(self, generation: int, query: str, options: dict) -> None:
+        response = self.app.service.search(query, service_api().SearchOptions(**options))
         if not get_current_worker().is_cancelled:
             self.post_message(self.Answer(generation, "hybrid", query, response))
 
