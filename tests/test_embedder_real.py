@@ -202,7 +202,7 @@ def test_a_repeated_query_is_embedded_once(monkeypatch, tmp_path):
 
     calls = []
     embedder = Embedder(tmp_path / "unused.gguf", "fake", n_threads=1)
-    monkeypatch.setattr(embedder, "_embed", lambda texts: calls.append(list(texts)) or np.ones((len(texts), 4)))
+    monkeypatch.setattr(embedder, "_embed", lambda texts, threads=None: calls.append(list(texts)) or np.ones((len(texts), 4)))
     monkeypatch.setattr(module, "QUERY_CACHE", 2)
     first = embedder.embed_query("a")
     assert embedder.embed_query("a") is first and calls == [["query: a"]]
