@@ -24,7 +24,6 @@ what only the database holds hangs on that id.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -41,7 +40,7 @@ from mindtui.store import notes as note_store
 from mindtui.store import usage_store
 from mindtui.store.batch import WriteBatches, immediate, page_cache, write_batches
 from mindtui.store.identity import move_note_data
-from mindtui.store.meta import PRIVACY_KEY, VAULT_KEY, get_meta, set_meta
+from mindtui.store.meta import VAULT_KEY, set_meta
 from mindtui.vault.edges import reference_edges, structure_edges
 from mindtui.vault.links import anchor_text
 from mindtui.vault.markdown import NotMarkdownError
@@ -50,10 +49,10 @@ from mindtui.vault.note_builder import (
     parse_file, path_note_id, plain_file, read_head, sha256_hex,
 )
 from mindtui.vault import relink
+from mindtui.vault import run_totals
 from mindtui.vault.renames import match_renames
 from mindtui.vault.report import ImportReport
 from mindtui.vault.resolve import NameIndex
-from mindtui.text.globs import excluded_by
 from mindtui.vault.scan import ImportWarning, VaultFile, scan_vault, under_any
 from mindtui.vault.types import TypeRegistry
 
@@ -62,7 +61,6 @@ __all__ = ["VaultImporter", "ImportReport"]
 
 BATCH_NOTES = 200  # changed files parsed, then written, at a time: what one run holds in memory at most
 CACHE_MIB = 64  # SQLite's page cache while notes are written (see store.batch.page_cache)
-TOTALS_KEY = "import_totals"  # meta: the last run's totals (JSON), with the stamp of the rows it counted
 
 
 class VaultImporter:
@@ -237,12 +235,13 @@ class VaultImporter:
                             cancel=self.cancel, report=self.report, anchored=self._anchored)
         with immediate(self.conn):
             relink.mark_done(self.conn, digest)
-            privacy_changed = self._apply_private_paths()
+            privacy_changed = run_totals.apply_private_paths(self.conn, self.private_paths)
             if heads or vanished or privacy_changed or self.report.notes_relinked > relinked_before:
                 anchor_store.refresh(self.conn, anchor_text, None if privacy_changed else self._anchored)
             set_meta(self.conn, VAULT_KEY, str(self.vault.resolve()))
 
-        self._totals(wrote=bool(heads or vanished or privacy_changed) or self.report.notes_relinked > relinked_before)
+        run_totals.store_totals(self.conn, self.report,
+                                wrote=bool(heads or vanished or privacy_changed) or self.report.notes_relinked > relinked_before)
         self.report.seconds = time.monotonic() - started
         if refused:
             raise MassDeleteRefused(refused, self.report)
@@ -479,33 +478,6 @@ class VaultImporter:
         for state in vanished:
             names |= relink.names_of(state.path, state.aliases)
         return names
-
-    def _apply_private_paths(self) -> bool:
-        """notes.private = the note's own flag or a folder in privacy.private_paths; recomputed
-        for every note when that setting changed since the last run (then True)."""
-        key = "\n".join(self.private_paths)
-        if get_meta(self.conn, PRIVACY_KEY) == key:
-            return False
-        changes = [(want, note_id) for note_id, path, declared, private in note_store.privacy_rows(self.conn)
-                   if (want := declared or excluded_by(path, self.private_paths) is not None) != private]
-        note_store.set_private(self.conn, changes)
-        set_meta(self.conn, PRIVACY_KEY, key)
-        return True
-
-    def _totals(self, wrote: bool) -> None:
-        """The report's totals of what the store holds. Counting them reads every reference and
-        edge (seconds at 100k notes): a run that wrote none takes those the last run counted, as
-        long as the rows it counted are the rows there are (store.notes.corpus_stamp)."""
-        stamp = note_store.corpus_stamp(self.conn)
-        cached = json.loads(get_meta(self.conn, TOTALS_KEY) or "{}")
-        if wrote or cached.get("stamp") != stamp:
-            cached = {"stamp": stamp, "counts": {**note_store.corpus_counts(self.conn),
-                                                 **edge_store.edge_counts(self.conn)}}
-            with immediate(self.conn):
-                set_meta(self.conn, TOTALS_KEY, json.dumps(cached))
-        for key, value in cached["counts"].items():
-            setattr(self.report, key, value)
-        self.report.warnings.extend(ImportWarning(p, r) for p, r in note_store.stored_warnings(self.conn))
 
 
 def _named(heads: dict[str, FileHead], stored: dict[str, note_store.NoteState],
