@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 import apsw
 
-_TABLES = ("chunks_fts", "knowledge_fts")  # the names below are formatted into SQL from here only
 _ROW_COUNT = "mindtui_fts_rows"  # an auxiliary function: FTS5's own row count (no scan)
 
 
@@ -31,34 +30,32 @@ class _TableStats:
     matching: dict[str, int] = field(default_factory=dict)  # term -> rows it matches
 
 
-_STATS: "weakref.WeakKeyDictionary[apsw.Connection, dict[str, _TableStats]]" = weakref.WeakKeyDictionary()
+_STATS: "weakref.WeakKeyDictionary[apsw.Connection, _TableStats]" = weakref.WeakKeyDictionary()
 
 
-def weightless_terms(conn: apsw.Connection, terms: list[str], table: str = "chunks_fts") -> set[str]:
-    """Those of `terms` (quoted FTS5 strings of an OR query) whose bm25 weight is the 1e-6 floor."""
-    if table not in _TABLES:
-        raise ValueError(f"not a full-text table: {table}")
-    stats = _stats(conn, table)
+def weightless_terms(conn: apsw.Connection, terms: list[str]) -> set[str]:
+    """Those of `terms` (quoted FTS5 strings of an OR query of chunks_fts) whose bm25 weight is
+    the 1e-6 floor."""
+    stats = _stats(conn)
     out = set()
     for term in terms:
         matching = stats.matching.get(term)
         if matching is None:
             matching = stats.matching[term] = conn.execute(
-                f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (term,)).fetchone()[0]
+                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (term,)).fetchone()[0]
         if matching and math.log((stats.rows - matching + 0.5) / (matching + 0.5)) <= 0:
             out.add(term)
     return out
 
 
-def _stats(conn: apsw.Connection, table: str) -> _TableStats:
-    tables = _STATS.get(conn)
-    if tables is None:
+def _stats(conn: apsw.Connection) -> _TableStats:
+    stats = _STATS.get(conn)
+    if stats is None:
         conn.register_fts5_function(_ROW_COUNT, lambda api: api.row_count)
-        tables = _STATS[conn] = {}
-    stats = tables.setdefault(table, _TableStats())
-    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 10").fetchone()
+        stats = _STATS[conn] = _TableStats()
+    row = conn.execute("SELECT block FROM chunks_fts_data WHERE id = 10").fetchone()
     cookie = row[0] if row else None
     if stats.cookie != cookie or cookie is None:
-        first = conn.execute(f"SELECT {_ROW_COUNT}({table}) FROM {table} LIMIT 1").fetchone()
+        first = conn.execute(f"SELECT {_ROW_COUNT}(chunks_fts) FROM chunks_fts LIMIT 1").fetchone()
         stats.cookie, stats.rows, stats.matching = cookie, first[0] if first else 0, {}
     return stats
