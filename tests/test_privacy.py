@@ -132,6 +132,14 @@ def test_note_text(privacy_vault):
         assert offen.text.startswith("Ein Zitronenbaum") and "[[Hub]]" in offen.text
         assert "Geheim" not in offen.text and "Ohne KI" not in offen.text  # its links to hidden notes are redacted
         assert "[[Geheim]]" in owner.note("Offen").text
+        # A front end's chunks fetched after the text (the TUI's big notes): what note() would give.
+        for service in (owner, agent):
+            assert service.note_chunks("Offen") == service.note("Offen", with_chunks=True).chunks
+        assert all(c.chunk_id is None for c in agent.note_chunks("Offen"))
+        assert "Geheim" not in json.dumps([c.__dict__ for c in agent.note_chunks("Offen")], ensure_ascii=False)
+        for name in ("Geheim", "Tagebuch", "Ohne KI"):
+            with pytest.raises(NoteNotFound, match="no note"):
+                agent.note_chunks(name)
 
 
 def test_graph_stats_and_counts(privacy_vault):

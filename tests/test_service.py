@@ -52,6 +52,20 @@ def test_status_note_and_models(service):
     assert service.models_status()["models"][0]["role"] == "embedding"
 
 
+def test_a_note_without_its_chunks_does_not_read_them_unless_its_file_is_gone(service, sample_vault, monkeypatch):
+    from mindtui.service import core
+
+    read = []
+    chunks_of = core.note_store.note_chunks
+    monkeypatch.setattr(core.note_store, "note_chunks",
+                        lambda conn, note_id: read.append(note_id) or chunks_of(conn, note_id))
+    whole = service.note("Zettelkasten", with_chunks=False)
+    assert whole.chunks == [] and whole.text_source == "file" and not read  # a 5 MB note has 10,000
+    (sample_vault.root / whole.path).unlink()
+    fallback = service.note("Zettelkasten", with_chunks=False)
+    assert fallback.text_source == "index" and read and "Zettelkasten" in fallback.text  # made of the chunks
+
+
 def test_a_changed_file_is_shown_as_changed(service, sample_vault):
     path = sample_vault.root / "Konzepte" / "BM25.md"
     path.write_text(path.read_text(encoding="utf-8") + "\nNeu geschrieben.\n", encoding="utf-8")

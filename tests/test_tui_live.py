@@ -186,3 +186,30 @@ async def test_the_open_note_and_the_search_follow_a_change_on_disk(vault, db_pa
             assert app.current_mode == "note" and note_screen.back_stack == []  # in place, not a new visit
     finally:
         service.close()
+
+
+async def test_a_notes_text_shows_before_its_chunks_and_neighbours_are_loaded(big_vault, monkeypatch):
+    """The first screen waits for the note's text only: its 9,000 chunks and its neighbours come
+    after it (held back here until the text is on screen), and a chunk key works once they are in."""
+    import threading
+
+    vault, service = big_vault
+    release = threading.Event()
+    chunks_of = service.note_chunks
+
+    def held_back(name):
+        assert release.wait(WAIT_S), "the chunks were never released"
+        return chunks_of(name)
+
+    monkeypatch.setattr(service, "note_chunks", held_back)
+    app = pilot_app(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pages = await open_big(pilot)  # on screen while the chunks are still held back
+        screen = app.screen
+        assert screen.note.title == "Big" and screen.note.chunks == [] and screen.neighbours is None
+        release.set()
+        await wait_for(pilot, lambda: screen.note.chunks and screen.neighbours is not None, "the chunks")
+        assert len(screen.note.chunks) == len(service.note("Big").chunks) > 100
+        assert screen.neighbours.groups["links_out"]  # [[plugin-0]] is in the index
+        await pilot.press("n")
+        assert screen.chunk_index == 0 and "chunk 1/" in str(screen.query_one("#note-header").render())

@@ -135,25 +135,35 @@ class Service:
         """A note by path, title, alias or id: its facts, its text (from the vault file when it
         still matches the index) and its chunks. NoteNotFound for a note the audience may not see."""
         view = self._note(name, with_chunks)
-        if self.audience is not Audience.OWNER:  # row ids count the chunks of every note ever imported
-            view.chunks = [dataclasses.replace(chunk, chunk_id=None) for chunk in view.chunks]
+        view.chunks = self._as_seen(view.chunks)
         return view
+
+    def note_chunks(self, name: str) -> list:
+        """A note's chunks alone, as note() gives them (a front end shows the text first and fetches
+        these after it: a 5 MB note has 10,000)."""
+        with self._pool.connection() as pooled:
+            chunks = note_store.note_chunks(pooled.conn, find_note(pooled.conn, name).note_id)
+            clean = self._redactor(pooled)
+        return self._as_seen(_cleaned_chunks(chunks, clean))
+
+    def _as_seen(self, chunks: list) -> list:
+        if self.audience is Audience.OWNER:
+            return chunks
+        return [dataclasses.replace(chunk, chunk_id=None) for chunk in chunks]  # row ids count every note's chunks
 
     def _note(self, name: str, with_chunks: bool = True) -> views.NoteView:
         """note() with the chunks' ids, for the service's own use."""
         with self._pool.connection() as pooled:
             ref = find_note(pooled.conn, name)
             record = note_store.load_note(pooled.conn, ref.note_id)
-            chunks = note_store.note_chunks(pooled.conn, ref.note_id)
             vault_root = get_meta(pooled.conn, VAULT_KEY)
             clean = self._redactor(pooled)
-        view = views.note_view(record, chunks, vault_root, with_chunks, file_if_changed=self.audience is Audience.OWNER)
+            view = views.note_view(record, lambda: note_store.note_chunks(pooled.conn, ref.note_id), vault_root,
+                                   with_chunks, file_if_changed=self.audience is Audience.OWNER)
         view.text = clean(view.text)
         view.frontmatter = clean.value(view.frontmatter)
         view.aliases = clean.value(view.aliases)
-        if clean.names is not None:  # the owner's chunks as they are: a copy of each took ~50 ms on a 5 MB note
-            view.chunks = [dataclasses.replace(chunk, text=clean(chunk.text), heading_path=clean(chunk.heading_path))
-                           for chunk in view.chunks]
+        view.chunks = _cleaned_chunks(view.chunks, clean)
         return view
 
     def neighbours(self, name: str, groups: tuple[str, ...] = GROUPS) -> views.NeighboursView:
@@ -472,3 +482,12 @@ class _Redactor:
 
     def value(self, value):
         return value if self.names is None else redact_value(value, self.names)
+
+
+def _cleaned_chunks(chunks: list, clean: _Redactor) -> list:
+    """The chunks as the audience may read them (the owner's as they are: a copy of each took
+    ~50 ms on a 5 MB note)."""
+    if clean.names is None:
+        return chunks
+    return [dataclasses.replace(chunk, text=clean(chunk.text), heading_path=clean(chunk.heading_path))
+            for chunk in chunks]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,10 +40,11 @@ class NoteView:
         return data
 
 
-def note_view(record: NoteRecord, chunks: list[StoredChunk], vault_root: str | None, with_chunks: bool,
-              file_if_changed: bool) -> NoteView:
+def note_view(record: NoteRecord, load_chunks: Callable[[], list[StoredChunk]], vault_root: str | None,
+              with_chunks: bool, file_if_changed: bool) -> NoteView:
     """file_if_changed: hand out the file even when it changed since the import. An agent gets
-    the indexed text then: the change might have made the note private."""
+    the indexed text then: the change might have made the note private. load_chunks: called only
+    when the chunks are asked for or the text must be made of them (a 5 MB note has 10,000)."""
     text, source = None, "index"
     if vault_root:
         try:
@@ -55,6 +57,7 @@ def note_view(record: NoteRecord, chunks: list[StoredChunk], vault_root: str | N
                 text = data.decode("utf-8", errors="replace")
             else:
                 source = "index"
+    chunks = load_chunks() if with_chunks or text is None else []
     if text is None:
         text = "\n\n".join(chunk.text for chunk in chunks)
     return NoteView(record.note_id, record.path, record.title, record.type, record.aliases, record.tags,

@@ -14,9 +14,10 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.events import Key
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from mindtui.tui.key_footer import KeyFooter
 from mindtui.tui.confirm_writes import ConfirmWrites
 from mindtui.tui.picker import Choice, NoteSearchPicker, PickerScreen, TextPrompt
 from mindtui.tui.status import StatusBar, cut
@@ -112,7 +113,7 @@ class CurationScreen(ReportsWorkerErrors, Screen):
             with VerticalScroll(id="card-scroll"):
                 yield Static("the queue is empty", id="card-detail")
         yield StatusBar()
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#cards", OptionList).focus()

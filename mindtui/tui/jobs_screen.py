@@ -17,8 +17,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Label, Log, ProgressBar, Static
+from textual.widgets import DataTable, Label, Log, ProgressBar, Static
 
+from mindtui.tui.key_footer import KeyFooter
 from mindtui.tui.status import StatusBar, cut
 from mindtui.tui.worker_errors import ReportsWorkerErrors
 
@@ -173,7 +174,7 @@ class JobsScreen(ReportsWorkerErrors, Screen):
             with VerticalScroll(id="job-report-scroll"):
                 yield Static("", id="job-report")
         yield StatusBar()
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#job-history", DataTable)

@@ -10,9 +10,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from mindtui.tui.key_footer import KeyFooter
 from mindtui.tui.lazy import service_api
 from mindtui.tui.knowledge_form import KnowledgeForm
 from mindtui.tui.status import StatusBar
@@ -97,7 +98,7 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
             with VerticalScroll(id="item-scroll"):
                 yield Static("no knowledge yet: add an item with a", id="item-detail")
         yield StatusBar()
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#items", OptionList).focus()

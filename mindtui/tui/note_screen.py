@@ -18,8 +18,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Markdown, Static, Tree
+from textual.widgets import Markdown, Static, Tree
 
+from mindtui.tui.key_footer import KeyFooter
 from mindtui.tui.lazy import service_api
 from mindtui.tui.note_markdown import NotePages, frontmatter_rows, href_target, readable, strip_frontmatter
 from mindtui.tui.note_markdown import wikilinks
@@ -118,11 +119,16 @@ class NoteScreen(ReportsWorkerErrors, Screen):
             self.name, self.remember = name, remember
 
     class Loaded(Message):
-        def __init__(self, note: NoteView, neighbours: NeighboursView, items: list, remember: bool,
-                     prepared: Prepared, keep_place: bool = False) -> None:
+        """A note's text, ready to show (its chunks and what is around it follow in Surroundings)."""
+
+        def __init__(self, note: NoteView, remember: bool, prepared: Prepared, keep_place: bool = False) -> None:
             super().__init__()
-            self.note, self.neighbours, self.items, self.remember = note, neighbours, items, remember
-            self.prepared, self.keep_place = prepared, keep_place
+            self.note, self.remember, self.prepared, self.keep_place = note, remember, prepared, keep_place
+
+    class Surroundings(Message):
+        def __init__(self, note_id: str, chunks: list, neighbours: NeighboursView, items: list) -> None:
+            super().__init__()
+            self.note_id, self.chunks, self.neighbours, self.items = note_id, chunks, neighbours, items
 
     class Gone(Message):
         """The open note was deleted on disk (the live vault imported that)."""
@@ -153,7 +159,7 @@ class NoteScreen(ReportsWorkerErrors, Screen):
                 yield Tree("neighbours", id="neighbours")
                 yield Static("", id="neighbour-detail")
         yield StatusBar()
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#neighbours", Tree).show_root = False
@@ -174,16 +180,23 @@ class NoteScreen(ReportsWorkerErrors, Screen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="note-load")
     def load(self, name: str, remember: bool = True, keep_place: bool = False) -> None:
+        # The text first: a 5 MB note's 10,000 chunks and its neighbours took as long again to
+        # load, and its first screen waited for them.
+        service = self.app.service
         try:
-            note = self.app.service.note(name, with_chunks=True)
+            note = service.note(name, with_chunks=False)
         except service_api().NoteNotFound:
             if not keep_place:
                 raise
             self.post_unless_cancelled(self.Gone())  # a reload: the note went away on disk
             return
-        neighbours = self.app.service.neighbours(note.note_id)
-        items = self.app.service.knowledge_for_note(note.note_id)
-        self.post_unless_cancelled(self.Loaded(note, neighbours, items, remember, Prepared(note.text), keep_place))
+        self.post_unless_cancelled(self.Loaded(note, remember, Prepared(note.text), keep_place))
+        try:
+            chunks = service.note_chunks(note.note_id)
+        except service_api().NoteNotFound:
+            return  # deleted in between: the next import's reload says so
+        self.post_unless_cancelled(self.Surroundings(note.note_id, chunks, service.neighbours(note.note_id),
+                                                     service.knowledge_for_note(note.note_id)))
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
@@ -191,12 +204,24 @@ class NoteScreen(ReportsWorkerErrors, Screen):
             self.back_stack.append(self.note.note_id)
             self.forward_stack.clear()
             self.record_use(message.note.note_id, "follow", via=self.note.note_id)
-        self.note, self.neighbours, self.items = message.note, message.neighbours, message.items
+        self.note, self.neighbours, self.items = message.note, None, []
         self.prepared = message.prepared
         self.app.pending_note = message.note.note_id
-        if not message.keep_place or self.chunk_index is None or self.chunk_index >= len(message.note.chunks):
+        if not message.keep_place:
             self.chunk_index = None
-        self._render_text(keep_place=message.keep_place)
+        if self.chunk_index is None:  # a chunk shown is shown again once the chunks are here
+            self._render_text(keep_place=message.keep_place)
+        self._render_neighbours()
+
+    @on(Surroundings)
+    def _surroundings(self, message: Surroundings) -> None:
+        if self.note is None or self.note.note_id != message.note_id:
+            return
+        self.note.chunks, self.neighbours, self.items = message.chunks, message.neighbours, message.items
+        if self.chunk_index is not None:
+            if self.chunk_index >= len(message.chunks):
+                self.chunk_index = None
+            self._render_text(keep_place=True)
         self._render_neighbours()
 
     @on(Gone)
@@ -250,6 +275,9 @@ class NoteScreen(ReportsWorkerErrors, Screen):
     def _render_neighbours(self) -> None:
         tree = self.query_one("#neighbours", Tree)
         tree.clear()
+        if self.neighbours is None:  # still loading
+            self.query_one("#neighbour-detail", Static).update("")
+            return
         room = self._side_width() - TREE_GUIDE - 2  # the scrollbar and a column to spare
         groups = self.neighbours.groups if self.neighbours else {}
         if self.items:

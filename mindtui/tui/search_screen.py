@@ -19,10 +19,11 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
+from mindtui.tui.key_footer import KeyFooter
 from mindtui.tui.lazy import service_api
 from mindtui.tui.result_list import ResultList
 from mindtui.tui.status import StatusBar
@@ -140,7 +141,7 @@ class SearchScreen(ReportsWorkerErrors, Screen):
             yield ResultList(id="results")
             yield Static("", id="explain", classes="hidden")
         yield StatusBar()
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#query", Input).focus()
