@@ -235,3 +235,31 @@ def test_a_note_turned_ai_none_is_never_suggested_even_before_the_sweep_drops_it
                    for (other,) in conn.execute("SELECT note_id FROM notes WHERE note_id != ?", (note_id,))]))
     finally:
         conn.close()
+
+
+def test_a_refresh_holds_the_write_lock_for_a_small_page_of_queries_at_a_time(vault, db_path, monkeypatch):
+    """One query a note takes ~15 ms at a million chunks: 200 in one transaction held the TUI's own
+    writes (an open recorded, a curation answer) ~3 s behind it."""
+    monkeypatch.setattr(close_notes, "QUERY_PAGE", 5)
+    write_notes(vault)
+    synced(vault, db_path)
+    per_transaction: list[int] = []
+    real_immediate, real_nearest = close_notes.immediate, note_vector_store.nearest_notes
+
+    def counted(conn):
+        per_transaction.append(0)
+        return real_immediate(conn)
+
+    def spy(conn, query, model_id, k):
+        per_transaction[-1] += 1
+        return real_nearest(conn, query, model_id, k)
+
+    monkeypatch.setattr(close_notes, "immediate", counted)
+    monkeypatch.setattr(note_vector_store, "nearest_notes", spy)
+    conn = open_database(db_path)
+    try:
+        close_notes.refresh_close_pairs(conn, FAKE, -1.0, NEIGHBOURS)
+        assert sum(per_transaction) == len(TOPICS) and max(per_transaction) == 5
+        assert len(rows(conn)) == NEIGHBOURS * len(TOPICS)
+    finally:
+        conn.close()
