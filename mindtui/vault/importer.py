@@ -6,7 +6,8 @@ Order of work:
   not be read -> match renames -> check the mass-delete guard -> settle note ids -> build the
   final name index -> (1) parse and write the changed notes, a batch at a time (a time budget
   may stop this: the files not reached stay as they are, deletions wait, and the run stops with
-  Cancelled) -> (2) delete vanished notes -> (3) re-resolve references of unchanged notes whose
+  Cancelled; into an empty store, without the secondary indexes: store.deferred_indexes) ->
+  (2) delete vanished notes -> (3) re-resolve references of unchanged notes whose
   targets changed, a page at a time -> (4) privacy flags, anchor rows.
 Each note records the fingerprint of the code that wrote it (parser, analyzer, type registry):
 a note written under another one is parsed again, so a new parser re-reads the vault and an
@@ -35,10 +36,11 @@ from mindtui.config import Settings
 from mindtui.errors import Cancelled, MassDeleteRefused
 from mindtui.progress import NEVER_CANCELLED, CancelToken, Progress, no_progress
 from mindtui.store import anchors as anchor_store
+from mindtui.store import deferred_indexes
 from mindtui.store import edges as edge_store
 from mindtui.store import notes as note_store
 from mindtui.store import usage_store
-from mindtui.store.batch import WriteBatches, immediate, page_cache, write_batches
+from mindtui.store.batch import WriteBatches, immediate, page_cache, wal_checkpoints_every, write_batches
 from mindtui.store.identity import move_note_data
 from mindtui.store.meta import VAULT_KEY, set_meta
 from mindtui.vault.edges import reference_edges, structure_edges
@@ -61,6 +63,7 @@ __all__ = ["VaultImporter", "ImportReport"]
 
 BATCH_NOTES = 200  # changed files parsed, then written, at a time: what one run holds in memory at most
 CACHE_MIB = 64  # SQLite's page cache while notes are written (see store.batch.page_cache)
+WAL_PAGES = 16384  # pages between WAL checkpoints while notes are written (store.batch.wal_checkpoints_every)
 
 
 class VaultImporter:
@@ -135,6 +138,7 @@ class VaultImporter:
         one batch: memory stays bounded whatever the vault's size, and each link is resolved
         once, when its note is written, against the whole vault's final names."""
         started = time.monotonic()
+        deferred_indexes.restore(self.conn)  # a cold import killed while they were dropped
         scan = scan_vault(self.vault, exclude=self.options.exclude, max_file_bytes=self.options.max_file_bytes,
                           follow_external_symlinks=self.options.follow_external_symlinks)
         self.report.warnings.extend(scan.warnings)
@@ -209,7 +213,9 @@ class VaultImporter:
                 previous.note_id for p in heads if (previous := states.get(p) or renames.get(p)) is not None}
             self._anchored = written | before | note_store.resolved_targets(self.conn, gone)
 
-        with page_cache(self.conn, CACHE_MIB), write_batches(self.conn, cancel=self.cancel) as batches:
+        with page_cache(self.conn, CACHE_MIB), wal_checkpoints_every(self.conn, WAL_PAGES), \
+                deferred_indexes.deferred(self.conn, enabled=bool(heads) and not states), \
+                write_batches(self.conn, cancel=self.cancel) as batches:
             if touched:
                 batches.ensure_open()
                 for state, file in touched:
