@@ -43,7 +43,7 @@ from mindtui.store import usage_store
 from mindtui.store.batch import WriteBatches, immediate, page_cache, wal_checkpoints_every, write_batches
 from mindtui.store.identity import move_note_data
 from mindtui.store.meta import VAULT_KEY, set_meta
-from mindtui.vault.edges import reference_edges, structure_edges
+from mindtui.vault.edges import reference_edges
 from mindtui.vault.links import anchor_text
 from mindtui.vault.markdown import NotMarkdownError
 from mindtui.vault.note_builder import (
@@ -416,7 +416,6 @@ class VaultImporter:
         note = rows.note
         resolved = [l for l in rows.links if l.resolution == "resolved"]
         edges = reference_edges(note_id, note.type, self.registry.note_type(note.type).edge_defaults, resolved)
-        edges += structure_edges(note_id, [c.chunk_key for c in rows.chunks])
         # A delete that finds nothing still costs ~70 us as a transaction's first write: a cold
         # import of 6,500 notes spent 1.5-3 s on them. Paths and final ids are each written once per
         # run, so only rows that existed when the run began can be in the way.
