@@ -148,3 +148,19 @@ def test_a_file_edited_between_the_two_reads_ends_as_a_clean_import_would(vault,
     run_import(db, vault.root)  # the next run (the watcher's, after that save)
     run_import(clean, vault.root)
     assert dump_database(db) == dump_database(clean)
+
+
+def test_rows_are_built_before_the_write_lock_is_taken(vault, db_path, monkeypatch):
+    """Chunking and stemming a batch inside its transaction held the write lock through them
+    (a search logging itself waited) and split each batch over more commits."""
+    write_vault(vault)
+    settings = load_settings()
+    conn = open_database(db_path)
+    locked = []
+    real = importer_module.build_rows
+    monkeypatch.setattr(importer_module, "build_rows", lambda *args: locked.append(conn.in_transaction) or real(*args))
+    try:
+        VaultImporter(conn, vault.root, load_type_registry(settings.types_file), settings, batch_notes=7).run()
+    finally:
+        conn.close()
+    assert len(locked) == NOTES + 2 and not any(locked)

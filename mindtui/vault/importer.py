@@ -288,12 +288,16 @@ class VaultImporter:
     def _write_batch(self, batches: WriteBatches, batch: list[tuple[str, ParsedFile]], ids: dict[str, str],
                      final_ids: set[str], names: NameIndex, states: dict, renames: dict, done: int,
                      total: int) -> int:
+        built = []  # rows built before the write lock is taken: a transaction holds only writes
         for path, item in batch:
-            batches.ensure_open()
             previous = states.get(path) or renames.get(path)
             if previous is not None and previous.note_id in final_ids and previous.note_id != ids[path]:
                 previous = None  # its old id belongs to another note now: nothing to move
-            self._write_note(item, ids[path], names, previous)
+            built.append((path, self._rows(item, ids[path], names, previous), previous))
+        for path, rows, previous in built:
+            batches.ensure_open()
+            if rows is not None:
+                self._write_note(path, rows, ids[path], previous)
             batches.item_done()
             done += 1
             self.progress(done, total, path)
@@ -407,12 +411,8 @@ class VaultImporter:
         return names
 
     # -- writing ---------------------------------------------------------------------------
-    def _write_note(self, item: ParsedFile, note_id: str, names: NameIndex,
-                    previous: note_store.NoteState | None) -> None:
+    def _write_note(self, path: str, rows: NoteRows, note_id: str, previous: note_store.NoteState | None) -> None:
         """Replace the note's rows (inside the caller's transaction)."""
-        rows = self._rows(item, note_id, names, previous)
-        if rows is None:
-            return
         note = rows.note
         resolved = [l for l in rows.links if l.resolution == "resolved"]
         edges = reference_edges(note_id, note.type, self.registry.note_type(note.type).edge_defaults, resolved)
@@ -421,8 +421,8 @@ class VaultImporter:
         # run, so only rows that existed when the run began can be in the way.
         kept = edge_store.owned_signal_edges(self.conn, note_id) if note_id in self._state_ids else []
         self._anchor_changes(rows, note_id, previous)
-        if item.path in self._states_by_path:
-            note_store.delete_note_at_path(self.conn, item.path)
+        if path in self._states_by_path:
+            note_store.delete_note_at_path(self.conn, path)
         if previous is not None and previous.note_id != note_id:
             note_store.delete_note(self.conn, previous.note_id)
             move_note_data(self.conn, previous.note_id, note_id)
