@@ -62,7 +62,7 @@ from mindtui.vault.types import TypeRegistry
 __all__ = ["VaultImporter", "ImportReport"]
 
 BATCH_NOTES = 200  # changed files parsed, then written, at a time: what one run holds in memory at most
-CACHE_MIB = 64  # SQLite's page cache while notes are written (see store.batch.page_cache)
+CACHE_MIB = 256  # SQLite's page cache while notes are written (see store.batch.page_cache)
 WAL_PAGES = 16384  # pages between WAL checkpoints while notes are written (store.batch.wal_checkpoints_every)
 
 
