@@ -131,6 +131,10 @@ def dump_database(db_path: Path) -> dict[str, list[tuple]]:
             "SELECT c.chunk_key FROM chunks_fts f JOIN chunks c ON c.chunk_id = f.rowid").fetchall())
         (fts_rows,) = conn.execute("SELECT count(*) FROM chunks_fts").fetchone()
         out["fts_count"] = [(fts_rows,)]
+        # Tables, indexes, triggers and views as migrations made them (a cold import drops
+        # secondary indexes while it writes: they must be back, whatever stopped it).
+        out["schema"] = sorted(conn.execute(
+            "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'").fetchall())
         return out
     finally:
         conn.close()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 
+from mindtui.store import edges as edge_store
 from mindtui.store import open_database
+from mindtui.store.migrate import load_migrations
 
 from conftest import dump_database, run_import
 
@@ -78,16 +80,39 @@ def test_dedup_key_holds(vault, db_path):
 
 
 def test_structure_edges_chain_chunks(vault, db_path):
+    """The chain is the chunks' own order: counted, never stored as edge rows (migration 0016)."""
     long_text = "\n\n".join(f"## Teil {i}\n" + "Wort " * 120 for i in range(3))
     vault.write("Lang.md", long_text, dedent=False)
-    run_import(db_path, vault.root)
-    keys = [k for (k,) in query(db_path, "SELECT chunk_key FROM chunks ORDER BY seq")]
+    vault.write("Kurz.md", "# Kurz\n\nEin Absatz.\n")
+    report = run_import(db_path, vault.root)
+    keys = [k for (k,) in query(db_path, "SELECT chunk_key FROM chunks WHERE chunk_key NOT IN"
+                                         " (SELECT chunk_key FROM chunks JOIN notes USING (note_id) WHERE path = 'Kurz.md')"
+                                         " ORDER BY seq")]
     assert len(keys) == 3
-    rows = set(query(db_path, "SELECT kind, source_id, target_id FROM edges WHERE provenance = 'structure'"))
-    note_id = keys[0].split("#")[0]
-    assert {("belongs_to", k, note_id) for k in keys} <= rows
-    assert ("next", keys[0], keys[1]) in rows and ("prev", keys[2], keys[1]) in rows
-    assert len(rows) == 3 + 2 + 2
+    assert report.structure_total == (3 + 2 + 2) + 1  # belongs_to each, next and prev each pair
+    assert query(db_path, "SELECT count(*) FROM edges WHERE provenance = 'structure' OR scope = 'chunk'") == [(0,)]
+
+
+def test_structure_edges_of_an_older_store_go(vault, db_path):
+    vault.write("Lang.md", "\n\n".join(f"## Teil {i}\n" + "Wort " * 120 for i in range(2)), dedent=False)
+    run_import(db_path, vault.root)
+    conn = open_database(db_path)
+    (note_id, first, second), = conn.execute(
+        "SELECT note_id, min(chunk_key), max(chunk_key) FROM chunks GROUP BY note_id").fetchall()
+    conn.executemany(
+        "INSERT INTO edges (kind, scope, source_id, target_id, owner_note_id, provenance, rule_id, confidence, signal)"
+        " VALUES (?, 'chunk', ?, ?, ?, 'structure', 'structure', 1.0, 'structure')",
+        [("belongs_to", first, note_id, note_id), ("belongs_to", second, note_id, note_id),
+         ("next", first, second, note_id), ("prev", second, first, note_id)])
+    (derived,) = [m.version for m in load_migrations() if m.name.endswith("_structure_edges_derived.sql")]
+    conn.execute(f"PRAGMA user_version = {derived - 1}")  # as written before that migration
+    conn.close()
+    conn = open_database(db_path)
+    try:
+        assert conn.execute("SELECT count(*) FROM edges WHERE provenance = 'structure'").fetchone() == (0,)
+        assert edge_store.edge_counts(conn)["structure_total"] == 2 + 2
+    finally:
+        conn.close()
 
 
 def test_second_run_changes_nothing(vault, db_path):

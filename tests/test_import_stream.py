@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import weakref
 
+import pytest
+
 from conftest import dump_database
 from test_relink_changed import anchor_rows
 
@@ -91,7 +93,13 @@ def test_at_most_one_batch_of_parsed_notes_is_held(vault, db_path, monkeypatch):
     assert max(most) <= 4 + 1, max(most)  # one batch, and the first of the next
 
 
-def test_notes_are_written_with_a_larger_page_cache_given_back_after(vault, db_path, monkeypatch):
+@pytest.mark.parametrize("pragma, value", [
+    ("cache_size", -importer_module.CACHE_MIB * 1024),
+    # A checkpoint copies every page committed since the last one: the hot index and full-text
+    # pages of a long import were copied every 1,000 pages.
+    ("wal_autocheckpoint", importer_module.WAL_PAGES)])
+def test_notes_are_written_with_a_larger_page_cache_and_fewer_checkpoints_given_back_after(
+        vault, db_path, monkeypatch, pragma, value):
     """At 100k notes the random inserts into the edge, reference and chunk indexes missed
     SQLite's default 2 MB page cache on most rows."""
     from mindtui.store import notes as note_store
@@ -100,16 +108,16 @@ def test_notes_are_written_with_a_larger_page_cache_given_back_after(vault, db_p
     seen = []
     real = note_store.insert_note
     monkeypatch.setattr(note_store, "insert_note",
-                        lambda conn, note: seen.append(conn.execute("PRAGMA cache_size").fetchone()[0]) or real(conn, note))
+                        lambda conn, note: seen.append(conn.execute(f"PRAGMA {pragma}").fetchone()[0]) or real(conn, note))
     settings = load_settings()
     conn = open_database(db_path)
     try:
-        (before,) = conn.execute("PRAGMA cache_size").fetchone()
+        (before,) = conn.execute(f"PRAGMA {pragma}").fetchone()
         VaultImporter(conn, vault.root, load_type_registry(settings.types_file), settings).run()
-        assert conn.execute("PRAGMA cache_size").fetchone()[0] == before
+        assert conn.execute(f"PRAGMA {pragma}").fetchone()[0] == before != value
     finally:
         conn.close()
-    assert set(seen) == {-importer_module.CACHE_MIB * 1024}
+    assert set(seen) == {value}
 
 
 def test_a_file_edited_between_the_two_reads_ends_as_a_clean_import_would(vault, tmp_path, monkeypatch):
@@ -140,3 +148,19 @@ def test_a_file_edited_between_the_two_reads_ends_as_a_clean_import_would(vault,
     run_import(db, vault.root)  # the next run (the watcher's, after that save)
     run_import(clean, vault.root)
     assert dump_database(db) == dump_database(clean)
+
+
+def test_rows_are_built_before_the_write_lock_is_taken(vault, db_path, monkeypatch):
+    """Chunking and stemming a batch inside its transaction held the write lock through them
+    (a search logging itself waited) and split each batch over more commits."""
+    write_vault(vault)
+    settings = load_settings()
+    conn = open_database(db_path)
+    locked = []
+    real = importer_module.build_rows
+    monkeypatch.setattr(importer_module, "build_rows", lambda *args: locked.append(conn.in_transaction) or real(*args))
+    try:
+        VaultImporter(conn, vault.root, load_type_registry(settings.types_file), settings, batch_notes=7).run()
+    finally:
+        conn.close()
+    assert len(locked) == NOTES + 2 and not any(locked)

@@ -83,7 +83,8 @@ def _refresh_page(conn: apsw.Connection, analyzed: Callable[[list[tuple[str, str
         digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()
         if current.get(note_id) == digest:
             continue
-        conn.execute("DELETE FROM main.note_anchors WHERE note_id = ?", (note_id,))
+        if note_id in current:  # a cold import's every note has none: no delete that finds nothing
+            conn.execute("DELETE FROM main.note_anchors WHERE note_id = ?", (note_id,))
         text = analyzed(lines, lang)
         if not text:
             continue

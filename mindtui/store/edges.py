@@ -15,7 +15,7 @@ class EdgeRow:
     source_id: str
     target_id: str
     owner_note_id: str | None
-    provenance: str  # explicit | rule | structure | signal
+    provenance: str  # explicit | rule | signal (structure: the chunks' order, no rows since migration 0016)
     rule_id: str
     confidence: float
     signal: str
@@ -46,7 +46,7 @@ def owned_signal_edges(conn: apsw.Connection, note_id: str) -> list[EdgeRow]:
 
 
 def delete_reference_edges(conn: apsw.Connection, note_id: str) -> None:
-    """Drop the explicit and type-default edges a note owns (its structure edges stay)."""
+    """Drop the explicit and type-default edges a note owns (its signal edges stay)."""
     conn.execute(
         "DELETE FROM edges WHERE owner_note_id = ? AND provenance IN ('explicit', 'rule')", (note_id,)
     )
@@ -62,7 +62,9 @@ def edge_counts(conn: apsw.Connection) -> dict[str, int]:
         " count(*) FILTER (WHERE provenance = 'explicit' AND signal = 'callout'),"
         " count(*) FILTER (WHERE provenance = 'explicit' AND signal = 'frontmatter'),"
         " count(*) FILTER (WHERE provenance = 'rule' AND signal = 'type_default'),"
-        " count(*) FILTER (WHERE provenance = 'structure')"
+        # The structure edges are the chunks' own order (note_id, seq), not rows (migration 0016):
+        # each note's chunks belong_to it, and each consecutive pair is one next and one prev.
+        " (SELECT 3 * count(*) - 2 * count(DISTINCT note_id) FROM chunks)"
         " FROM edges"
     ).fetchone()
     keys = ("explicit_total", "wikilink_total", "inline_total", "callout_total", "frontmatter_total",

@@ -1,4 +1,5 @@
-"""Derive a note's edges from its resolved references, its type and its chunks.
+"""Derive a note's edges from its resolved references and its type. (Its chunks' structure,
+belongs_to and next/prev, is not stored as edges: the chunks' note_id and seq are that chain.)
 
 Pure functions: the importer calls them inside the note's transaction, and again for a
 note whose references resolve differently after other notes changed.
@@ -11,7 +12,6 @@ from typing import Iterable, Protocol
 from mindtui.store.edges import EdgeRow
 
 TYPE_DEFAULT_CONFIDENCE = 0.7
-STRUCTURE_RULE = "structure"
 
 
 class ResolvedReference(Protocol):
@@ -51,14 +51,3 @@ def reference_edges(note_id: str, note_type: str, edge_defaults: Iterable[str],
                                 "type_default", 1.0, ref.evidence))
     return _dedup(rows)
 
-
-def structure_edges(note_id: str, chunk_keys: list[str]) -> list[EdgeRow]:
-    """belongs_to chunk -> note, next/prev between consecutive chunks."""
-    rows = [EdgeRow("belongs_to", "chunk", key, note_id, note_id, "structure", STRUCTURE_RULE,
-                    1.0, "structure", 1.0, None) for key in chunk_keys]
-    for first, second in zip(chunk_keys, chunk_keys[1:]):
-        rows.append(EdgeRow("next", "chunk", first, second, note_id, "structure", STRUCTURE_RULE,
-                            1.0, "structure", 1.0, None))
-        rows.append(EdgeRow("prev", "chunk", second, first, note_id, "structure", STRUCTURE_RULE,
-                            1.0, "structure", 1.0, None))
-    return rows

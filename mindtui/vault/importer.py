@@ -6,7 +6,8 @@ Order of work:
   not be read -> match renames -> check the mass-delete guard -> settle note ids -> build the
   final name index -> (1) parse and write the changed notes, a batch at a time (a time budget
   may stop this: the files not reached stay as they are, deletions wait, and the run stops with
-  Cancelled) -> (2) delete vanished notes -> (3) re-resolve references of unchanged notes whose
+  Cancelled; into an empty store, without the secondary indexes: store.deferred_indexes) ->
+  (2) delete vanished notes -> (3) re-resolve references of unchanged notes whose
   targets changed, a page at a time -> (4) privacy flags, anchor rows.
 Each note records the fingerprint of the code that wrote it (parser, analyzer, type registry):
 a note written under another one is parsed again, so a new parser re-reads the vault and an
@@ -35,13 +36,14 @@ from mindtui.config import Settings
 from mindtui.errors import Cancelled, MassDeleteRefused
 from mindtui.progress import NEVER_CANCELLED, CancelToken, Progress, no_progress
 from mindtui.store import anchors as anchor_store
+from mindtui.store import deferred_indexes
 from mindtui.store import edges as edge_store
 from mindtui.store import notes as note_store
 from mindtui.store import usage_store
-from mindtui.store.batch import WriteBatches, immediate, page_cache, write_batches
+from mindtui.store.batch import WriteBatches, immediate, page_cache, wal_checkpoints_every, write_batches
 from mindtui.store.identity import move_note_data
 from mindtui.store.meta import VAULT_KEY, set_meta
-from mindtui.vault.edges import reference_edges, structure_edges
+from mindtui.vault.edges import reference_edges
 from mindtui.vault.links import anchor_text
 from mindtui.vault.markdown import NotMarkdownError
 from mindtui.vault.note_builder import (
@@ -60,7 +62,8 @@ from mindtui.vault.types import TypeRegistry
 __all__ = ["VaultImporter", "ImportReport"]
 
 BATCH_NOTES = 200  # changed files parsed, then written, at a time: what one run holds in memory at most
-CACHE_MIB = 64  # SQLite's page cache while notes are written (see store.batch.page_cache)
+CACHE_MIB = 256  # SQLite's page cache while notes are written (see store.batch.page_cache)
+WAL_PAGES = 16384  # pages between WAL checkpoints while notes are written (store.batch.wal_checkpoints_every)
 
 
 class VaultImporter:
@@ -135,6 +138,7 @@ class VaultImporter:
         one batch: memory stays bounded whatever the vault's size, and each link is resolved
         once, when its note is written, against the whole vault's final names."""
         started = time.monotonic()
+        deferred_indexes.restore(self.conn)  # a cold import killed while they were dropped
         scan = scan_vault(self.vault, exclude=self.options.exclude, max_file_bytes=self.options.max_file_bytes,
                           follow_external_symlinks=self.options.follow_external_symlinks)
         self.report.warnings.extend(scan.warnings)
@@ -209,7 +213,9 @@ class VaultImporter:
                 previous.note_id for p in heads if (previous := states.get(p) or renames.get(p)) is not None}
             self._anchored = written | before | note_store.resolved_targets(self.conn, gone)
 
-        with page_cache(self.conn, CACHE_MIB), write_batches(self.conn, cancel=self.cancel) as batches:
+        with page_cache(self.conn, CACHE_MIB), wal_checkpoints_every(self.conn, WAL_PAGES), \
+                deferred_indexes.deferred(self.conn, enabled=bool(heads) and not states), \
+                write_batches(self.conn, cancel=self.cancel) as batches:
             if touched:
                 batches.ensure_open()
                 for state, file in touched:
@@ -282,12 +288,16 @@ class VaultImporter:
     def _write_batch(self, batches: WriteBatches, batch: list[tuple[str, ParsedFile]], ids: dict[str, str],
                      final_ids: set[str], names: NameIndex, states: dict, renames: dict, done: int,
                      total: int) -> int:
+        built = []  # rows built before the write lock is taken: a transaction holds only writes
         for path, item in batch:
-            batches.ensure_open()
             previous = states.get(path) or renames.get(path)
             if previous is not None and previous.note_id in final_ids and previous.note_id != ids[path]:
                 previous = None  # its old id belongs to another note now: nothing to move
-            self._write_note(item, ids[path], names, previous)
+            built.append((path, self._rows(item, ids[path], names, previous), previous))
+        for path, rows, previous in built:
+            batches.ensure_open()
+            if rows is not None:
+                self._write_note(path, rows, ids[path], previous)
             batches.item_done()
             done += 1
             self.progress(done, total, path)
@@ -401,23 +411,18 @@ class VaultImporter:
         return names
 
     # -- writing ---------------------------------------------------------------------------
-    def _write_note(self, item: ParsedFile, note_id: str, names: NameIndex,
-                    previous: note_store.NoteState | None) -> None:
+    def _write_note(self, path: str, rows: NoteRows, note_id: str, previous: note_store.NoteState | None) -> None:
         """Replace the note's rows (inside the caller's transaction)."""
-        rows = self._rows(item, note_id, names, previous)
-        if rows is None:
-            return
         note = rows.note
         resolved = [l for l in rows.links if l.resolution == "resolved"]
         edges = reference_edges(note_id, note.type, self.registry.note_type(note.type).edge_defaults, resolved)
-        edges += structure_edges(note_id, [c.chunk_key for c in rows.chunks])
         # A delete that finds nothing still costs ~70 us as a transaction's first write: a cold
         # import of 6,500 notes spent 1.5-3 s on them. Paths and final ids are each written once per
         # run, so only rows that existed when the run began can be in the way.
         kept = edge_store.owned_signal_edges(self.conn, note_id) if note_id in self._state_ids else []
         self._anchor_changes(rows, note_id, previous)
-        if item.path in self._states_by_path:
-            note_store.delete_note_at_path(self.conn, item.path)
+        if path in self._states_by_path:
+            note_store.delete_note_at_path(self.conn, path)
         if previous is not None and previous.note_id != note_id:
             note_store.delete_note(self.conn, previous.note_id)
             move_note_data(self.conn, previous.note_id, note_id)
