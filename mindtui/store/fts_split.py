@@ -1,0 +1,70 @@
+"""The owner's ranked full-text rows: common words ranked only where rare ones match, the last answers kept.
+
+FTS5's bm25 adds, per phrase, idf x f(k1 + 1) / (f + k1(1 - b + b D / avgdl)): less than
+idf x (k1 + 1) in any row. Ranking a word costs about 0.4 us per row it matches; at a million
+chunks a word in 40 % of them ("plugin", "github") made every query with it take 0.3-0.8 s.
+A query of rare words R and common ones C (each in COMMON_SHARE of the rows or more):
+- a row matching no word of R scores less than U = the sum over C of idf x (k1 + 1);
+- the rows matching R are `(R) AND (C)` -- bm25 over both phrase lists is the score the whole
+  query gives those rows (each phrase's idf is its own, whatever the expression) -- and
+  `(R) NOT (C)`, whose C phrases add nothing, as in the whole query.
+When the `limit`-th best of these two scores U or more, no row of C alone can be among the first
+`limit`, and these two cheaper queries are the whole query's answer: the same rows, in the same
+order (ties by rowid, as SQLite's sorter leaves them), the scores to the last bits of a double
+(the phrases are summed in another order). Otherwise the whole query runs.
+
+Answers are kept per connection while the table is unchanged (fts_weightless's table state): a
+keystroke that adds a space or a stop word asks the same query again.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Callable
+
+import apsw
+
+from mindtui.store import fts_weightless
+
+COMMON_SHARE = 0.1  # a word in this share of the rows is ranked only where the query's rarer words match
+K1 = 1.2  # FTS5's bm25 constant: a phrase adds less than idf x (K1 + 1) to a row's score
+ANSWERS_KEPT = 32
+
+Rows = list[tuple[int, float]]  # (rowid, bm25 score: lower is better), best first
+Rank = Callable[[str, int], Rows]  # a MATCH expression's `limit` best rows
+
+
+def ranked(conn: apsw.Connection, expression: str, limit: int, rank: Rank) -> Rows:
+    """rank(expression, limit), by the split above when it pays, kept while chunks_fts is unchanged."""
+    kept = fts_weightless.kept_answers(conn)
+    key = (expression, limit)
+    rows = kept.get(key)
+    if rows is None:
+        rows = _split(conn, expression, limit, rank)
+        if rows is None:
+            rows = rank(expression, limit)
+        kept[key] = rows
+        while len(kept) > ANSWERS_KEPT:
+            kept.popitem(last=False)
+    else:
+        kept.move_to_end(key)
+    return list(rows)
+
+
+def _split(conn: apsw.Connection, expression: str, limit: int, rank: Rank) -> Rows | None:
+    terms = expression.split(" OR ")  # query.parse_query joins quoted single-token strings
+    if len(terms) < 2:
+        return None
+    total, matching = fts_weightless.row_counts(conn, terms)
+    common = [t for t in terms if matching[t] >= COMMON_SHARE * total]
+    rare = [t for t in terms if t not in common]
+    if not common or not rare or sum(matching[t] for t in rare) < limit:
+        return None  # nothing to leave out, or too few rows to fill the answer without the common words
+    bound = sum(fts_weightless.idf(total, matching[t]) * (K1 + 1) for t in common)
+    rare_words, common_words = " OR ".join(rare), " OR ".join(common)
+    rows = rank(f"({rare_words}) AND ({common_words})", limit) + rank(f"({rare_words}) NOT ({common_words})", limit)
+    rows = sorted(rows, key=lambda row: (row[1], row[0]))[:limit]
+    # Scores are negative; a margin keeps a row of the common words alone from a tie by rounding.
+    if len(rows) < limit or -rows[-1][1] < bound * (1 + 1e-9) + 1e-9:
+        return None
+    return rows
