@@ -5,10 +5,12 @@ idf x (k1 + 1) in any row. Ranking a word costs about 0.4 us per row it matches;
 chunks a word in 40 % of them ("plugin", "github") made every query with it take 0.3-0.8 s.
 A query of rare words R and common ones C (each in COMMON_SHARE of the rows or more):
 - a row matching no word of R scores less than U = the sum over C of idf x (k1 + 1);
-- the rows matching R are `(R) AND (C)` -- bm25 over both phrase lists is the score the whole
-  query gives those rows (each phrase's idf is its own, whatever the expression) -- and
-  `(R) NOT (C)`, whose C phrases add nothing, as in the whole query.
-When the `limit`-th best of these two scores U or more, no row of C alone can be among the first
+- the best rows matching R and C are those of `(R) AND (C)`: bm25 over both phrase lists is the
+  score the whole query gives them (each phrase's idf is its own, whatever the expression);
+- the best rows matching R only are among the `limit` best of `R` alone, scored as by the whole
+  query (a row of R and C scores less there, and when `(R) AND (C)` is full, below all its rows:
+  such a row never enters the answer with its partial score).
+When the `limit`-th best of these scores U or more, no row of C alone can be among the first
 `limit`, and these two cheaper queries are the whole query's answer: the same rows, in the same
 order (ties by rowid, as SQLite's sorter leaves them), the scores to the last bits of a double
 (the phrases are summed in another order). Otherwise the whole query runs.
@@ -61,8 +63,12 @@ def _split(conn: apsw.Connection, expression: str, limit: int, rank: Rank) -> Ro
     if not common or not rare or sum(matching[t] for t in rare) < limit:
         return None  # nothing to leave out, or too few rows to fill the answer without the common words
     bound = sum(fts_weightless.idf(total, matching[t]) * (K1 + 1) for t in common)
-    rare_words, common_words = " OR ".join(rare), " OR ".join(common)
-    rows = rank(f"({rare_words}) AND ({common_words})", limit) + rank(f"({rare_words}) NOT ({common_words})", limit)
+    rare_words = " OR ".join(rare)
+    both = rank(f"({rare_words}) AND ({' OR '.join(common)})", limit)
+    # The rare words' own best rows: exact for those without common words, less than the truth for
+    # the others -- which, when `both` is full, all score below its rows (else they are in it).
+    seen = {rowid for rowid, _ in both}
+    rows = both + [row for row in rank(rare_words, limit) if row[0] not in seen]
     rows = sorted(rows, key=lambda row: (row[1], row[0]))[:limit]
     # Scores are negative; a margin keeps a row of the common words alone from a tie by rounding.
     if len(rows) < limit or -rows[-1][1] < bound * (1 + 1e-9) + 1e-9:
