@@ -41,7 +41,8 @@ def garden(vault, db_path):
 def test_common_words_are_ranked_only_where_rare_ones_match_and_the_answer_is_the_whole_querys(garden):
     expression = parse_query(QUERY).fts
     total, matching = fts_weightless.row_counts(garden, expression.split(" OR "))
-    common = [t for t, n in matching.items() if n >= fts_split.COMMON_SHARE * total]
+    # Komet's 5 % is common at the first share tried: too few rows are left, the next share answers.
+    common = [t for t, n in matching.items() if n >= max(fts_split.COMMON_SHARES) * total]
     assert common and all(n < total / 2 for n in matching.values())  # the case: common, not weightless
     hits, asked = traced(garden, lambda: search_store.fts_chunks(garden, expression, 2))
     expected = whole(garden, expression, 2)
