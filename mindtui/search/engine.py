@@ -15,17 +15,17 @@ import apsw
 
 from mindtui.audience import Audience
 from mindtui.config import Settings
-from mindtui.errors import ModelUnavailableError
 from mindtui.search import fusion
 from mindtui.search.knowledge import KINDS, LOG_PREFIX, knowledge_hits
 from mindtui.search.memory import UsageMemory, vector_bytes
 from mindtui.search.query import ParsedQuery, parse_query
+from mindtui.search.query_vector import QueryVector
 from mindtui.search.rerank import rerank
 from mindtui.search.snippets import highlight_spans, snippet
 from mindtui.store import knowledge_store
 from mindtui.store import search_store as store
 from mindtui.store import vectors as vector_store
-from mindtui.store.meta import EMBED_REMAINING_KEY, data_version, get_meta
+from mindtui.store.meta import data_version
 from mindtui.store.visibility import audience_of
 from mindtui.text import analysis
 
@@ -128,6 +128,8 @@ class SearchEngine:
     """One per connection (it caches title keys per connection). The connection's audience
     (see store.visibility) decides what the engine can see; the engine decides what it logs."""
 
+    embed_early = True  # False: the query is embedded when the vector list asks (tests compare the two)
+
     def __init__(self, conn: apsw.Connection, settings: Settings, models: SearchModels | None = None) -> None:
         self.conn = conn
         self.settings = settings
@@ -140,6 +142,12 @@ class SearchEngine:
         self.memory = UsageMemory(conn, settings)
 
     # -- retrievers -----------------------------------------------------------------------
+    def _pool(self, options: SearchOptions) -> int:
+        return max(self.options.candidate_pool, options.limit)  # a long list (browsing on) needs more candidates
+
+    def _query_vector(self, query: str, wait: bool, notices: list[str]) -> QueryVector:
+        return QueryVector(self.conn, self.models, self.audience is Audience.OWNER, query, wait, notices)
+
     def _fts(self, query: ParsedQuery, options: SearchOptions, pool: int) -> list[store.ChunkHit]:
         if query.fts is None:
             return []
@@ -149,42 +157,14 @@ class SearchEngine:
             hits = [h for h in hits if h.chunk_id is not None]
         return _best_per_note(hits)[:pool]
 
-    def _query_vector(self, query: str, options: SearchOptions, notices: list[str]):
-        """(model id, the query's vector), or None with a notice saying why there is none."""
-        if self.models is None:
-            notices.append("vector search unavailable: no embedding model configured; full-text results only")
-            return None
-        try:
-            embedder = self.models.embedder(wait=options.wait_for_model)
-            if embedder is None:
-                notices.append("the embedding model is loading; full-text results for now")
-                return None
-            if not store.has_vectors(self.conn, embedder.model_id):
-                notices.append("no vectors yet (run `mindtui embed`); full-text results only")
-                return None
-            # The owner's only: counted over every note, it would tell an agent of hidden ones.
-            remaining = get_meta(self.conn, EMBED_REMAINING_KEY) if self.audience is Audience.OWNER else None
-            if remaining and remaining != "0":
-                notices.append(f"{remaining} passages are not embedded yet (the next embedding run continues); "
-                               "they are found by their words only")
-            return embedder.model_id, embedder.embed_query(query)
-        except ModelUnavailableError as exc:
-            notices.append(f"vector search unavailable ({exc}); full-text results only")
-            return None
-        except Exception as exc:  # a llama.cpp failure mid-query must not take the search down with it
-            notices.append(f"vector search failed ({type(exc).__name__}: {exc}); full-text results only")
-            return None
-
     def _vector(self, options: SearchOptions, pool: int, query_vector) -> list[store.ChunkHit]:
         found = query_vector()
         if found is None:
             return []
         model_id, vector = found
-        # Filters (and an agent's hidden notes) drop hits after the KNN: ask for more then, and if
-        # the pool is still not full (and hits above min_cosine are left), search only the vectors
-        # that pass. Knowledge items share the vector table: as many more as they have vectors.
+        # If a filtered pool is not full after the KNN (and hits above min_cosine are left),
+        # search only the vectors that pass (knn_refilled).
         wide = options.filtered or self.audience is not Audience.OWNER
-        extra = knowledge_store.item_vector_count(self.conn, model_id)
         min_cosine = self.options.min_cosine
         found: dict[int, list[store.ChunkHit]] = {}  # per number of hits: their notes' best chunks
 
@@ -198,10 +178,16 @@ class SearchEngine:
         def enough(hits: list[vector_store.VectorHit]) -> bool:
             return not wide or not hits or 1.0 - hits[-1].distance < min_cosine or len(notes_of(hits)) >= pool
 
-        hits = vector_store.knn_refilled(self.conn, vector, pool * (4 if wide else 2) + extra, enough,
+        hits = vector_store.knn_refilled(self.conn, vector, self._vector_k(options, pool, model_id), enough,
                                          store.chunk_vectors_passing(model_id, options.note_type, options.tag,
-                                                                     options.path))
+                                                                     options.path), scanned=query_vector.scanned)
         return notes_of(hits)[:pool]
+
+    def _vector_k(self, options: SearchOptions, pool: int, model_id: str) -> int:
+        # Filters (and an agent's hidden notes) drop hits after the KNN: ask for more then.
+        # Knowledge items share the vector table: as many more as they have vectors.
+        wide = options.filtered or self.audience is not Audience.OWNER
+        return pool * (4 if wide else 2) + knowledge_store.item_vector_count(self.conn, model_id)
 
     # -- the pipeline ---------------------------------------------------------------------
     def search(self, query: str, options: SearchOptions | None = None,
@@ -216,8 +202,13 @@ class SearchEngine:
             raise ValueError(f"unknown kind {options.kind!r}; use notes or knowledge (or none for both)")
         response = SearchResponse(options.mode)
         parsed = parse_query(query)  # the one analysis of the text every stage below reads
-        query_vector = _Once(lambda: self._query_vector(query, options, response.notices))
+        query_vector = self._query_vector(query, options.wait_for_model, response.notices)
         self._last_lists = {}
+        if self.embed_early and options.kind != "knowledge" and options.mode != "fts" and parsed.words:
+            # The notes' vector list will want it (see _notes): embedded while the full text is searched.
+            pool = self._pool(options)
+            query_vector.start(lambda model_id: vector_store.candidate_scan(
+                self.conn, self._vector_k(options, pool, model_id)))
         if options.kind != "knowledge":
             response.results = self._notes(parsed, options, text_filter, response, query_vector)
         if options.kind != "notes":
@@ -259,7 +250,7 @@ class SearchEngine:
     def _notes(self, query: ParsedQuery, options: SearchOptions, text_filter, response: SearchResponse,
                query_vector) -> list[SearchResult]:
         results: list[SearchResult] = []
-        pool = max(self.options.candidate_pool, options.limit)  # a long list (browsing on) needs more candidates
+        pool = self._pool(options)
         lists: dict[str, list[store.ChunkHit]] = {}
         if options.mode in ("fts", "hybrid"):
             lists["fts"] = self._fts(query, options, pool)
@@ -445,7 +436,7 @@ class SearchEngine:
         """record(), returning the log entry's id too (None: not logged) and the notices."""
         notices: list[str] = []
         # The search just ran: its vector is in the embedder's cache (never wait for a model here).
-        found = self._query_vector(query, SearchOptions(wait_for_model=False), []) if mode != "fts" else None
+        found = self._query_vector(query, False, [])() if mode != "fts" else None
         return self._log(query, mode, note_ids, notices, found), notices
 
     def _log(self, query: str, mode: str, note_ids: list[str], notices: list[str], vector) -> int | None:
@@ -478,18 +469,6 @@ def _merged(notes: list[SearchResult], items: list[SearchResult], limit: int) ->
             out.append(items[j])
             j += 1
     return out[:limit]
-
-
-class _Once:
-    """A value computed on first use (the query's vector: embedded once for notes and items)."""
-
-    def __init__(self, compute: Callable) -> None:
-        self.compute, self.done, self.value = compute, False, None
-
-    def __call__(self):
-        if not self.done:
-            self.value, self.done = self.compute(), True
-        return self.value
 
 
 def make_search_engine(conn: apsw.Connection, settings: Settings, say: Callable[[str], None] | None = None,

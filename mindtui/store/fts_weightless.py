@@ -9,13 +9,15 @@ the ranked query keeps the order of every row that matches another word, to 2.2e
 the caller falls back to the whole query when the others match fewer rows than it needs.
 
 n is counted once per word and table state (a word in every chunk: ~80 ms once), and forgotten
-when the table changes (its structure record, as apsw.fts5 checks it).
+when the table changes (its structure record, as apsw.fts5 checks it); so are the ranked
+answers store.fts_split keeps.
 """
 
 from __future__ import annotations
 
 import math
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import apsw
@@ -28,6 +30,7 @@ class _TableStats:
     cookie: bytes | None = None
     rows: int = 0
     matching: dict[str, int] = field(default_factory=dict)  # term -> rows it matches
+    answers: OrderedDict = field(default_factory=OrderedDict)  # ranked answers (fts_split), oldest first
 
 
 _STATS: "weakref.WeakKeyDictionary[apsw.Connection, _TableStats]" = weakref.WeakKeyDictionary()
@@ -36,16 +39,27 @@ _STATS: "weakref.WeakKeyDictionary[apsw.Connection, _TableStats]" = weakref.Weak
 def weightless_terms(conn: apsw.Connection, terms: list[str]) -> set[str]:
     """Those of `terms` (quoted FTS5 strings of an OR query of chunks_fts) whose bm25 weight is
     the 1e-6 floor."""
+    rows, matching = row_counts(conn, terms)
+    return {term for term in terms if matching[term] and idf(rows, matching[term]) == IDF_FLOOR}
+
+
+IDF_FLOOR = 1e-6  # what FTS5's bm25 weighs a phrase by when its idf is not positive
+
+
+def idf(rows: int, matching: int) -> float:
+    """bm25's weight of a phrase that `matching` of `rows` rows match, as FTS5 computes it."""
+    value = math.log((rows - matching + 0.5) / (matching + 0.5))
+    return value if value > 0 else IDF_FLOOR
+
+
+def row_counts(conn: apsw.Connection, terms: list[str]) -> tuple[int, dict[str, int]]:
+    """chunks_fts's rows, and how many of them each of `terms` matches (counted once per table state)."""
     stats = _stats(conn)
-    out = set()
     for term in terms:
-        matching = stats.matching.get(term)
-        if matching is None:
-            matching = stats.matching[term] = conn.execute(
+        if term not in stats.matching:
+            stats.matching[term] = conn.execute(
                 "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (term,)).fetchone()[0]
-        if matching and math.log((stats.rows - matching + 0.5) / (matching + 0.5)) <= 0:
-            out.add(term)
-    return out
+    return stats.rows, {term: stats.matching[term] for term in terms}
 
 
 def _stats(conn: apsw.Connection) -> _TableStats:
@@ -58,4 +72,10 @@ def _stats(conn: apsw.Connection) -> _TableStats:
     if stats.cookie != cookie or cookie is None:
         first = conn.execute(f"SELECT {_ROW_COUNT}(chunks_fts) FROM chunks_fts LIMIT 1").fetchone()
         stats.cookie, stats.rows, stats.matching = cookie, first[0] if first else 0, {}
+        stats.answers = OrderedDict()
     return stats
+
+
+def kept_answers(conn: apsw.Connection) -> OrderedDict:
+    """The connection's ranked answers of chunks_fts in its current state (emptied when it changes)."""
+    return _stats(conn).answers

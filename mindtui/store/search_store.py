@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from mindtui.store import fts_weightless, visible_rank
+from mindtui.store import fts_split, fts_weightless, visible_rank
 from mindtui.store.visibility import model_readable
 
 # BM25 column weights: title (with aliases) and headings count more than body text.
@@ -76,9 +76,13 @@ def _fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: s
     if not (note_type or tag or path_prefix):
         # No join per matching row. The ranking is called as a function, not through `rank MATCH`:
         # 2.5x faster at 1M chunks (1.0 s against 2.4-3.7 s for a word in every chunk).
-        rows = conn.execute(
-            f"SELECT rowid, {function}(chunks_fts, {weights}) AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
-            " ORDER BY score LIMIT ?", (expression, limit)).fetchall()
+        def rank(match: str, count: int) -> list[tuple[int, float]]:
+            return conn.execute(
+                f"SELECT rowid, {function}(chunks_fts, {weights}) AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
+                " ORDER BY score LIMIT ?", (match, count)).fetchall()
+
+        # The owner's: common words ranked only where rare ones match, answers kept (store.fts_split).
+        rows = rank(expression, limit) if restricted else fts_split.ranked(conn, expression, limit, rank)
         rows = [(rowid, score) for rowid, score in rows if score != visible_rank.HIDDEN_SCORE]
         if not rows:
             return []

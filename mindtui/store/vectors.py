@@ -185,16 +185,48 @@ def use_code_index(conn: apsw.Connection, search_settings) -> None:
 CHUNKS, NOTES = vector_codes.CHUNKS, vector_codes.NOTES
 
 
-def knn(conn: apsw.Connection, query: np.ndarray, k: int, space: vector_codes.VectorSpace = CHUNKS
-        ) -> list[VectorHit]:
+@dataclass(frozen=True, eq=False)
+class CandidateScan:
+    """The code index's candidate scan of one KNN (`knn(conn, query, k, space)`), prepared on the
+    connection's thread. Calling it reads only the codes in memory, never the connection: a
+    search runs it in another thread while its full-text query runs (numkong and apsw let go of
+    the GIL), then hands the ids to `knn`, which rescores them on the connection."""
+    index: object  # the ann snapshot the ids come from
+    pool: int
+    space: vector_codes.VectorSpace
+
+    def __call__(self, query: np.ndarray) -> ScannedCandidates:
+        return ScannedCandidates(self, ann.candidates(self.index, query, self.pool))
+
+    def reads_as(self, other: CandidateScan) -> bool:
+        """The same codes (one snapshot: a refresh makes a new one), pool and space."""
+        return self.index is other.index and self.pool == other.pool and self.space == other.space
+
+
+@dataclass(frozen=True, eq=False)
+class ScannedCandidates:
+    scan: CandidateScan
+    ids: np.ndarray
+
+
+def candidate_scan(conn: apsw.Connection, k: int, space: vector_codes.VectorSpace = CHUNKS) -> CandidateScan | None:
+    """The scan `knn(conn, query, k, space)` would run, or None when it would not use the code index."""
+    index = ann.index_for(conn, space)
+    if index is None:
+        return None
+    return CandidateScan(index, max(ann.settings_of(conn).rescore, 2 * int(k)), space)
+
+
+def knn(conn: apsw.Connection, query: np.ndarray, k: int, space: vector_codes.VectorSpace = CHUNKS,
+        scanned: ScannedCandidates | None = None) -> list[VectorHit]:
     """The `k` nearest vectors of `space` (chunks' or notes'; a hit's embedding_id is the space's
     rowid): over the code index above search.ann_min_vectors (see ann.py), else the exact
-    sqlite-vec scan."""
-    index = ann.index_for(conn, space)
-    if index is not None:
-        pool = max(ann.settings_of(conn).rescore, 2 * int(k))
-        return [VectorHit(i, d) for i, d in ann.rescored(conn, ann.candidates(index, query, pool), query, int(k),
-                                                         space)]
+    sqlite-vec scan. `scanned`: this query's candidates, scanned ahead (candidate_scan); used
+    when they come from the index and pool this KNN reads now, else scanned again."""
+    scan = candidate_scan(conn, k, space)
+    if scan is not None:
+        ids = scanned.ids if scanned is not None and scanned.scan.reads_as(scan) else scan(query).ids
+        return [VectorHit(i, d) for i, d in ann.rescored(conn, ids, query, int(k), space)]
     return exact_knn(conn, query, k, space)
 
 
@@ -255,15 +287,15 @@ READABLE_CHUNK_VECTORS = (
 
 
 def knn_refilled(conn: apsw.Connection, query: np.ndarray, k: int, enough: Callable[[list[VectorHit]], bool],
-                 allowed: tuple[str, Sequence] | None = None, space: vector_codes.VectorSpace = CHUNKS
-                 ) -> list[VectorHit]:
+                 allowed: tuple[str, Sequence] | None = None, space: vector_codes.VectorSpace = CHUNKS,
+                 scanned: ScannedCandidates | None = None) -> list[VectorHit]:
     """The nearest vectors until `enough(hits)` says the caller has what it needs or the index
     has no more. The plain KNN sees every vector: chunks of notes the reader may not see,
     knowledge items, a filter's misses can crowd its first `k`. Then the KNN runs again over only
     the vectors that count (`allowed`, see knn_within), asking for twice as many each time it
-    is not enough, up to sqlite-vec's limit on k."""
+    is not enough, up to sqlite-vec's limit on k. `scanned`: the first KNN's candidates (see knn)."""
     k = max(1, int(k))
-    hits = knn(conn, query, k, space)
+    hits = knn(conn, query, k, space, scanned)
     if enough(hits) or len(hits) < min(k, MAX_K):
         return hits
     while True:
