@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from mindtui.audience import Audience  # noqa: E402
 from mindtui.config import load_settings  # noqa: E402
 from mindtui.service import SearchOptions, Service  # noqa: E402
-from tui_daily import DEFAULT_LOAD_VAULT, HUB_NOTE, daily_figures, pct  # noqa: E402
+from tui_daily import DEFAULT_LOAD_VAULT, HUB_NOTE, KEY_GAP_S, daily_figures, pct, press  # noqa: E402
 
 QUERIES = ["daily notes template", "sync vault", "dataview", "graph view", "keyboard shortcuts", "canvas",
            "publish", "backlinks", "spaced repetition", "zotero", "themes", "embed pdf", "tags", "calendar",
@@ -103,12 +103,15 @@ async def keystrokes(db: Path, queries: list[str], hybrid: bool) -> tuple[list[f
         for query in queries:
             await pilot.press("ctrl+u")
             for char in query:
+                # Posted as the terminal driver hands a key over: Pilot.press waits for the whole
+                # process to idle (at least 40 ms, up to 1 s), which timed its heuristic, not the app.
+                want = screen.generation + 1
                 started = time.perf_counter()
-                await pilot.press(char if char != " " else "space")
-                want = screen.generation
+                press(app, char if char != " " else "space", char)
                 while screen.shown is None or screen.shown[0] != want:
                     await asyncio.sleep(0.0005)
                 fts.append(time.perf_counter() - started)
+                await asyncio.sleep(KEY_GAP_S)  # typing pace: the next key comes while the count and the rest work
             if hybrid:
                 while screen.shown != (screen.generation, "hybrid"):
                     await asyncio.sleep(0.0005)
