@@ -56,6 +56,18 @@ def arming(original):
     return wrapper
 
 apsw.connection_hooks.append(install)
+# PRAGMA wal_autocheckpoint (the import sets it while it writes notes, and back after) installs
+# SQLite's own WAL hook in place of the one above: put ours back each time.
+import contextlib
+from mindtui.store import batch
+pragma_while = batch.pragma_while
+@contextlib.contextmanager
+def pragma_keeping_hooks(conn, name, value):
+    with pragma_while(conn, name, value) as same:
+        install(conn)
+        yield same
+    install(conn)
+batch.pragma_while = pragma_keeping_hooks
 if arm == "step":
     job_store.start_step = arming(job_store.start_step)  # armed once the step's job_runs row is in
 else:

@@ -213,3 +213,28 @@ async def test_a_notes_text_shows_before_its_chunks_and_neighbours_are_loaded(bi
         assert screen.neighbours.groups["links_out"]  # [[plugin-0]] is in the index
         await pilot.press("n")
         assert screen.chunk_index == 0 and "chunk 1/" in str(screen.query_one("#note-header").render())
+
+
+async def test_a_big_note_shown_before_its_view_is_laid_out_renders_at_the_views_width(big_vault):
+    """A note reloaded while its mode is in the background (the live vault), in a view never laid
+    out: its lines wait for the view's width instead of being cut at a guess (80 columns here,
+    where the view has 48) and shown so until a resize."""
+    vault, service = big_vault
+    app = pilot_app(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.open_note("plugin-0")  # a small note: the paged view is never laid out
+        await wait_for(pilot, lambda: app.current_mode == "note" and app.screen.note is not None
+                       and app.screen.note.path == "plugin-0.md", "the small note")
+        note_screen = app.screen
+        pages = note_screen.query_one("#note-pages", PagedMarkdown)
+        app.action_mode("search")
+        await wait_for(pilot, lambda: app.current_mode == "search", "Search")
+        note_screen.load("Big", remember=False)  # as a change on disk reloads it
+        await wait_for(pilot, lambda: note_screen.note.title == "Big" and note_screen.neighbours is not None,
+                       "the big note loaded in the background")
+        await pilot.pause()
+        app.action_mode("note")
+        await wait_for(pilot, lambda: app.current_mode == "note" and pages.line_count > 20, "the first screen")
+        width = pages.scrollable_content_region.width
+        assert 20 < width < 80
+        assert all(len(line) <= width for line in pages.text_lines(0, 30))

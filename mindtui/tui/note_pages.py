@@ -90,6 +90,7 @@ class PagedMarkdown(ScrollView, can_focus=True):
         self._width = 0
         self._sized_at = 0.0  # when the scroll range last grew
         self._generation = 0  # bumped by show(): a slice scheduled for an older note does nothing
+        self._unsized_top: int | None = None  # shown before its first layout: where on_resize starts
 
     # -- what is shown -----------------------------------------------------------------
     def show(self, pages: NotePages, properties: list[tuple[str, str]] | None = None, *,
@@ -106,8 +107,12 @@ class PagedMarkdown(ScrollView, can_focus=True):
 
         def first_screen() -> None:
             # After the layout: a view just shown has its width only then (rendered at a guessed
-            # width, the first screen was rendered twice: again on the resize).
+            # width, the first screen was rendered twice: again on the resize). Under load the
+            # refresh after show() can come before the layout that sizes the view: wait for it.
             if generation != self._generation:
+                return
+            if not (self.scrollable_content_region.width or self.size.width):
+                self._unsized_top = top  # a screen not current yet is not laid out: on_resize renders it
                 return
             if self._content_width() != self._width:
                 self._restart()
@@ -143,6 +148,7 @@ class PagedMarkdown(ScrollView, can_focus=True):
 
     def _restart(self) -> None:
         self._generation += 1
+        self._unsized_top = None
         self._next = 0
         self._cache.clear()
         self._starts = []
@@ -223,10 +229,13 @@ class PagedMarkdown(ScrollView, can_focus=True):
             self.post_message(self.Rendered())
 
     def on_resize(self) -> None:
-        if self._pages is not None and self._content_width() != self._width:
-            top = self.scroll_offset.y
+        unsized, self._unsized_top = self._unsized_top, None
+        if self._pages is not None and (self._content_width() != self._width or unsized is not None):
+            top = self.scroll_offset.y if unsized is None else unsized
             self._restart()  # rendered lines are wrapped to one width: render again at the new one
-            self._render_slice(self._generation, until_line=top + self.size.height * 2)
+            self._render_slice(self._generation, until_line=top + max(self.size.height, 24) * 2)
+            if unsized is not None:
+                self.scroll_to(y=top, animate=False, immediate=True)
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
