@@ -386,3 +386,16 @@ def test_a_database_made_again_at_the_same_path_is_not_served_from_the_old_ones_
             assert snapshot.fit_id == vector_codes.load_params(conn).fit_id
         finally:
             conn.close()
+
+
+def test_candidates_float_vectors_are_their_float16_copies_in_one_conversion(conn):
+    """What the rescoring reads (one array for all candidates): each id's float16 copy, an id
+    without a vector left out."""
+    vectors = crowded(40, 3)
+    insert(conn, [f"h{i}" for i in range(40)], vectors)
+    copies = halves(conn)
+    wanted = np.array(sorted(copies)[:25] + [10**9], dtype=np.int64)
+    found = vector_codes.float_vectors(conn, wanted)
+    assert sorted(found) == sorted(copies)[:25] and vector_codes.float_vectors(conn, wanted[-1:]) == {}
+    for rowid, vector in found.items():
+        assert vector.dtype == np.float32 and np.array_equal(vector, copies[rowid].astype(np.float32))
