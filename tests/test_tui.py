@@ -216,11 +216,11 @@ async def test_a_failing_worker_is_a_notification_and_the_app_stays_usable(servi
     real_search = service.search
     calls = []
 
-    def broken_once(query, options=None):
+    def broken_once(query, options=None, **kwargs):
         calls.append(query)
         if len(calls) == 1:
             raise RuntimeError("disk on fire")
-        return real_search(query, options)
+        return real_search(query, options, **kwargs)
 
     monkeypatch.setattr(service, "search", broken_once)
     async with app.run_test(size=(80, 24)) as pilot:

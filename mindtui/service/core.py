@@ -37,6 +37,7 @@ from mindtui.store import jobs as job_store
 from mindtui.store import knowledge_store
 from mindtui.store import notes as note_store
 from mindtui.store import vectors as vector_store
+from mindtui.store.interrupt import stopping_on
 from mindtui.store.maintenance import store_bytes
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, VAULT_KEY, data_version, get_meta
 from mindtui.store.migrate import schema_version
@@ -109,26 +110,33 @@ class Service:
         return _Redactor(cached[1])
 
     # -- reading ---------------------------------------------------------------------------
-    def search(self, query: str, options: SearchOptions | None = None) -> SearchResponse:
-        """Hybrid search (or one list) over what the audience may see."""
-        response = self._search(query, options)
+    def search(self, query: str, options: SearchOptions | None = None,
+               cancel: CancelToken | None = None) -> SearchResponse:
+        """Hybrid search (or one list) over what the audience may see. `cancel`: a front end that
+        no longer wants the answer (a query typed past) stops it; it raises Cancelled then."""
+        response = self._search(query, options, cancel)
         if self.audience is not Audience.OWNER:
             for result in response.results:
                 result.explain = public_explain(result.explain)
                 result.chunk_id = None  # a row id: it counts the chunks of every note ever imported
         return response
 
-    def _search(self, query: str, options: SearchOptions | None = None) -> SearchResponse:
+    def _search(self, query: str, options: SearchOptions | None = None,
+                cancel: CancelToken | None = None) -> SearchResponse:
         """search() with the results' chunk ids and raw explain, for the service's own use."""
-        with self._pool.connection() as pooled:
+        with self._pool.connection() as pooled, stopping_on(pooled.conn, cancel):
             clean = self._redactor(pooled)
-            return self._engine(pooled).search(query, options or SearchOptions(), text_filter=clean)
+            response = self._engine(pooled).search(query, options or SearchOptions(), text_filter=clean)
+        if cancel is not None:
+            cancel.check()  # a stage that gives a notice for a failure may have taken the interrupt
+        return response
 
-    def search_count(self, query: str, options: SearchOptions | None = None, at_most: int | None = None) -> int:
+    def search_count(self, query: str, options: SearchOptions | None = None, at_most: int | None = None,
+                     cancel: CancelToken | None = None) -> int:
         """How many notes the query's words match, with the options' filters (a front end shows
         "20 of 3,412"): full text only, as the audience may see them. `at_most`: counting stops
         past it and answers at_most + 1 ("20 of 10,000+"; a word in most of a million chunks)."""
-        with self._pool.connection() as pooled:
+        with self._pool.connection() as pooled, stopping_on(pooled.conn, cancel):
             return self._engine(pooled).count(query, options or SearchOptions(), at_most)
 
     def note(self, name: str, *, with_chunks: bool = True) -> views.NoteView:
@@ -485,8 +493,7 @@ class _Redactor:
 
 
 def _cleaned_chunks(chunks: list, clean: _Redactor) -> list:
-    """The chunks as the audience may read them (the owner's as they are: a copy of each took
-    ~50 ms on a 5 MB note)."""
+    """The chunks as the audience may read them (the owner's as they are: copies took 50 ms on 5 MB)."""
     if clean.names is None:
         return chunks
     return [dataclasses.replace(chunk, text=clean(chunk.text), heading_path=clean(chunk.heading_path))

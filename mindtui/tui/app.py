@@ -126,16 +126,16 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
             raise self._service_error
         return self._service
 
-    def search_full_text(self, query: str, options) -> "SearchResponse":
+    def search_full_text(self, query: str, options, cancel=None) -> "SearchResponse":
         """A full-text search; workers only. Before the service is open the lean full-text search
-        answers (see tui.early_search)."""
+        answers (see tui.early_search). `cancel`: stops it (Cancelled) once the query is typed past."""
         early = self.early_search.search(query, options)
-        return early if early is not None else self.service.search(query, options)
+        return early if early is not None else self.service.search(query, options, cancel=cancel)
 
-    def count_full_text(self, query: str, options, at_most: int) -> int:
+    def count_full_text(self, query: str, options, at_most: int, cancel=None) -> int:
         """How many notes the query's words match, counted up to at_most + 1; workers only."""
         early = self.early_search.count(query, options, at_most)
-        return early if early is not None else self.service.search_count(query, options, at_most=at_most)
+        return early if early is not None else self.service.search_count(query, options, at_most=at_most, cancel=cancel)
 
     def on_mount(self) -> None:
         if self._service is None:
