@@ -106,3 +106,20 @@ def test_a_folder_made_private_since_the_import_lends_an_agent_no_words(linked_v
     finally:
         for conn in (owner, agent, unaffected):
             conn.close()
+
+
+@pytest.mark.parametrize("at_most", [None, 1, 2, 100])
+def test_the_match_count_counts_a_note_found_by_its_anchor_text_once(linked_vault, db_path, at_most):
+    """"Maus blendet": Bedienung by its own words, Seitenvorschau only by the words it is linked
+    with; "Erweiterung Maus": Seitenvorschau by both (counted once). A capped count says
+    at_most + 1 past the cap."""
+    from mindtui.search.query import parse_query
+    from mindtui.store.search_store import fts_note_count
+
+    with imported(db_path, linked_vault.root) as conn:
+        for query, notes, words_only in (("Maus blendet", 2, 1), ("Erweiterung Maus", 2, 2), ("Zauberwort", 1, 1)):
+            expression = parse_query(query).fts
+            expected = notes if at_most is None else min(notes, at_most + 1)
+            assert fts_note_count(conn, expression, at_most=at_most) == expected, query
+            capped = words_only if at_most is None else min(words_only, at_most + 1)
+            assert fts_note_count(conn, expression, anchors=False, at_most=at_most) == capped, query

@@ -280,16 +280,17 @@ def fts_note_count(conn: apsw.Connection, expression: str, note_type: str | None
     where, args = _filters(note_type, tag, path_prefix)
     by_chunk = ("SELECT DISTINCT c.note_id FROM chunks_fts JOIN chunks c ON c.chunk_id = chunks_fts.rowid"
                 f" JOIN notes n ON n.note_id = c.note_id WHERE chunks_fts MATCH ?{where}")
+    anchor_notes = ("SELECT a.note_id FROM chunks_fts JOIN note_anchors a ON a.anchor_id = -chunks_fts.rowid"
+                    f" JOIN notes n ON n.note_id = a.note_id WHERE chunks_fts MATCH ? AND chunks_fts.rowid < 0{where}")
     if at_most is not None:
-        # The chunks alone reach the cap (anchor rows only add notes): no need to count the rest.
-        reached = conn.execute(f"SELECT count(*) FROM ({by_chunk} LIMIT ?)",
-                               (expression, *args, at_most + 1)).fetchone()[0]
-        if reached > at_most:
-            return at_most + 1
-    by_anchor = "" if not anchors else (
-        " UNION SELECT a.note_id FROM chunks_fts JOIN note_anchors a ON a.anchor_id = -chunks_fts.rowid"
-        f" JOIN notes n ON n.note_id = a.note_id WHERE chunks_fts MATCH ? AND chunks_fts.rowid < 0{where}")
+        # The chunks' notes, read until past the cap (DISTINCT with a LIMIT stops early; a UNION
+        # would make every row first); below it they are the count, with the anchor rows' notes
+        # (a few) added: the matching rows are read once, not once more to count them.
+        notes = {row[0] for row in conn.execute(f"{by_chunk} LIMIT ?", (expression, *args, at_most + 1))}
+        if anchors and len(notes) <= at_most:
+            notes.update(row[0] for row in conn.execute(anchor_notes, (expression, *args)))
+        return min(len(notes), at_most + 1)
+    by_anchor = f" UNION {anchor_notes}" if anchors else ""
     sql = f"SELECT count(DISTINCT note_id) FROM ({by_chunk}{by_anchor})"
     params = (expression, *args, *((expression, *args) if anchors else ()))
-    counted = conn.execute(sql, params).fetchone()[0]
-    return counted if at_most is None else min(counted, at_most + 1)
+    return conn.execute(sql, params).fetchone()[0]
