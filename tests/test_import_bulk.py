@@ -12,6 +12,7 @@ from conftest import dump_database, run_import
 from test_crash_safety import generate_vault, import_killed_at
 from test_import_stream import import_with, write_vault
 
+from mindtui.cli import main
 from mindtui.config import load_settings
 from mindtui.errors import Cancelled
 from mindtui.progress import CancelToken
@@ -67,7 +68,7 @@ def test_the_rows_are_those_of_an_import_that_keeps_its_indexes(vault, tmp_path,
 
 
 @pytest.mark.parametrize("point, when", [("note", 5), ("commit", 2)])
-def test_a_cold_import_killed_without_its_indexes_gets_them_back_on_the_rerun(vault, tmp_path, point, when):
+def test_a_cold_import_killed_without_its_indexes_gets_them_back_on_the_rerun(vault, tmp_path, point, when, capsys):
     generate_vault(vault)
     clean, crashed = tmp_path / "clean.db", tmp_path / "crashed.db"
     run_import(clean, vault.root)
@@ -78,8 +79,21 @@ def test_a_cold_import_killed_without_its_indexes_gets_them_back_on_the_rerun(va
         assert "edges_owner" in dict(json.loads(get_meta(conn, deferred_indexes.DEFERRED_KEY)))
     finally:
         conn.close()
+    assert "edges_owner" in owed_report(crashed, capsys)  # the owner is told, until an import builds them
     run_import(crashed, vault.root)
     assert dump_database(crashed) == dump_database(clean)  # the schema included
+    assert owed_report(crashed, capsys) == ""
+
+
+def owed_report(db, capsys) -> str:
+    """`mindtui status`'s indexes owed (--json), and its text line (checked here against the JSON)."""
+    capsys.readouterr()
+    assert main(["--db", str(db), "--json", "status"]) == 0
+    owed = json.loads(capsys.readouterr().out)["indexes_owed"]
+    assert main(["--db", str(db), "status"]) == 0
+    text = capsys.readouterr().out
+    assert ("indexes owed" in text) == bool(owed) and (f"indexes owed   {len(owed)}:" in text or not owed)
+    return " ".join(owed)
 
 
 def test_a_cancelled_cold_import_builds_its_indexes_before_it_stops(vault, db_path, tmp_path, monkeypatch):

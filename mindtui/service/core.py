@@ -34,7 +34,7 @@ from mindtui.service.knowledge import KnowledgeDesk, KnowledgeView
 from mindtui.service.redact import public_explain, redact, redact_value
 from mindtui.store import edges as edge_store
 from mindtui.store import jobs as job_store
-from mindtui.store import knowledge_store
+from mindtui.store import deferred_indexes, knowledge_store
 from mindtui.store import notes as note_store
 from mindtui.store import vectors as vector_store
 from mindtui.store.interrupt import stopping_on
@@ -263,13 +263,14 @@ class Service:
             vault_root = get_meta(conn, VAULT_KEY)
             db_bytes = store_bytes(conn)
             tuned = apply_learnt(conn, self.settings)
-            vector_index = vector_store.code_index_status(conn)
+            vector_index, indexes_owed = vector_store.code_index_status(conn), deferred_indexes.owed(conn)
         embeddable = coverage["chunks"] - coverage["chunks_ai_excluded"]
         # The owner's only: the file's size over the visible counts would tell an agent how much is hidden.
         storage = {"storage": {"db_bytes": db_bytes,
                                "bytes_per_note": round(db_bytes / counts["notes_total"]) if counts["notes_total"] else 0,
                                "bytes_per_chunk": round(db_bytes / counts["chunks_total"]) if counts["chunks_total"] else 0},
                    "vector_index": vector_index,  # counts every vector, hidden notes' too
+                   "indexes_owed": indexes_owed,  # a killed cold import's: the next import builds them
                    } if self.audience is Audience.OWNER else {}
         return {
             "db": str(self.db_path), "audience": self.audience.value, "schema_version": version,

@@ -9,7 +9,8 @@ constraint holds while rows go in.
 
 Crash safety: the drop and the list of what was dropped (meta, with each index's own SQL) are
 one transaction, and building them again clears the list in one more. A run killed in between
-leaves the list: the next import builds them first (`restore`), before it reads anything.
+leaves the list: the next import builds them first (`restore`), before it reads anything. Until
+then every query is still right but slower; `mindtui status` says so (`owed`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def defer(conn: apsw.Connection, tables: tuple[str, ...] = BULK_TABLES) -> None:
         for name, _ in dropped:
             conn.execute(f'DROP INDEX IF EXISTS "{name}"')
         set_meta(conn, DEFERRED_KEY, json.dumps(sorted(dropped)))
+
+
+def owed(conn: apsw.Connection) -> list[str]:
+    """The names of the indexes a killed bulk load left unbuilt (the next import builds them)."""
+    return [name for name, _ in json.loads(get_meta(conn, DEFERRED_KEY) or "[]")]
 
 
 def restore(conn: apsw.Connection) -> bool:
