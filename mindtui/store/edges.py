@@ -1,4 +1,4 @@
-"""Query functions for edges."""
+"""Query functions for edges, and the values of a reference edge that its link does not give."""
 
 from __future__ import annotations
 
@@ -6,6 +6,16 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import apsw
+
+# A reference edge's values besides those its link gives (relation, rule, confidence, signal, evidence).
+MENTION_WEIGHT = 1.0  # one reference; repeats of an edge add up (its weight is the mention count)
+TYPE_DEFAULT_CONFIDENCE = 0.7
+TYPE_DEFAULT_SIGNAL = "type_default"
+TYPE_DEFAULT_RULE = "edge_defaults:{note_type}:{relation}"
+
+
+def type_default_rule(note_type: str, relation: str) -> str:
+    return TYPE_DEFAULT_RULE.format(note_type=note_type, relation=relation)
 
 
 @dataclass(frozen=True)
