@@ -2,7 +2,8 @@
 belongs_to and next/prev, is not stored as edges: the chunks' note_id and seq are that chain.)
 
 Pure functions: the importer calls them inside the note's transaction, and again for a
-note whose references resolve differently after other notes changed.
+note whose references resolve differently after other notes changed. (store.edges.reference_edges_sql
+derives the same rows in SQL, for an agent's view: change one, change the other.)
 """
 
 from __future__ import annotations
