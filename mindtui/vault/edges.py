@@ -2,16 +2,16 @@
 belongs_to and next/prev, is not stored as edges: the chunks' note_id and seq are that chain.)
 
 Pure functions: the importer calls them inside the note's transaction, and again for a
-note whose references resolve differently after other notes changed.
+note whose references resolve differently after other notes changed. (store.edges.reference_edges_sql
+derives the same rows in SQL, for an agent's view: change one, change the other.)
 """
 
 from __future__ import annotations
 
 from typing import Iterable, Protocol
 
-from mindtui.store.edges import EdgeRow
-
-TYPE_DEFAULT_CONFIDENCE = 0.7
+from mindtui.store.edges import (MENTION_WEIGHT, TYPE_DEFAULT_CONFIDENCE, TYPE_DEFAULT_SIGNAL, EdgeRow,
+                                 type_default_rule)
 
 
 class ResolvedReference(Protocol):
@@ -44,10 +44,10 @@ def reference_edges(note_id: str, note_type: str, edge_defaults: Iterable[str],
     rows: list[EdgeRow] = []
     for ref in references:
         rows.append(EdgeRow(ref.relation, "note", note_id, ref.target_note_id, note_id, "explicit",
-                            ref.rule_id, ref.confidence, ref.signal, 1.0, ref.evidence))
+                            ref.rule_id, ref.confidence, ref.signal, MENTION_WEIGHT, ref.evidence))
         for relation in defaults:
             rows.append(EdgeRow(relation, "note", note_id, ref.target_note_id, note_id, "rule",
-                                f"edge_defaults:{note_type}:{relation}", TYPE_DEFAULT_CONFIDENCE,
-                                "type_default", 1.0, ref.evidence))
+                                type_default_rule(note_type, relation), TYPE_DEFAULT_CONFIDENCE,
+                                TYPE_DEFAULT_SIGNAL, MENTION_WEIGHT, ref.evidence))
     return _dedup(rows)
 

@@ -242,6 +242,7 @@ class VaultImporter:
         with immediate(self.conn):
             relink.mark_done(self.conn, digest)
             privacy_changed = run_totals.apply_private_paths(self.conn, self.private_paths)
+            run_totals.store_edge_defaults(self.conn, self.registry)
             if heads or vanished or privacy_changed or self.report.notes_relinked > relinked_before:
                 anchor_store.refresh(self.conn, anchor_text, None if privacy_changed else self._anchored)
             set_meta(self.conn, VAULT_KEY, str(self.vault.resolve()))

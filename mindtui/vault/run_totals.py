@@ -1,6 +1,7 @@
 """What an import run leaves in the store besides the notes: the privacy flags of
-privacy.private_paths, and the report's totals (kept in meta, so a run that wrote nothing does
-not count every reference and edge again)."""
+privacy.private_paths, the type registry's edge defaults (what an agent's view derives edges
+with, store.edges.reference_edges_sql) and the report's totals (kept in meta, so a run that wrote
+nothing does not count every reference and edge again)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from mindtui.store.meta import PRIVACY_KEY, get_meta, set_meta
 from mindtui.text.globs import excluded_by
 from mindtui.vault.report import ImportReport
 from mindtui.vault.scan import ImportWarning
+from mindtui.vault.types import TypeRegistry
 
 TOTALS_KEY = "import_totals"  # meta: the last run's totals (JSON), with the stamp of the rows it counted
 
@@ -31,6 +33,15 @@ def apply_private_paths(conn: apsw.Connection, private_paths: Sequence[str]) -> 
     note_store.set_private(conn, changes)
     set_meta(conn, PRIVACY_KEY, key)
     return True
+
+
+def store_edge_defaults(conn: apsw.Connection, registry: TypeRegistry) -> None:
+    """The registry's edge defaults per type, as the notes' edges were derived with them (a
+    changed registry has every note written again)."""
+    value = json.dumps({"default_type": registry.default_type,
+                        "types": {name: list(t.edge_defaults) for name, t in sorted(registry.types.items())}})
+    if get_meta(conn, edge_store.EDGE_DEFAULTS_KEY) != value:
+        set_meta(conn, edge_store.EDGE_DEFAULTS_KEY, value)
 
 
 def store_totals(conn: apsw.Connection, report: ImportReport, wrote: bool) -> None:
