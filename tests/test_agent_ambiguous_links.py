@@ -74,9 +74,8 @@ def agent_answers(settings) -> dict:
         search = agent.search("kwalpha", SearchOptions(mode="fts", log=False))
         return {"neighbours": {n: tools.neighbors(agent, {"note": n}, "scout") for n in NOTES},
                 "graph": agent.graph_stats(),
-                # What the graph lent in the search, not the scores: the anchor text of the link's
-                # line is in no anchor row (README "Privacy"), so BM25 differs a little.
-                "search": [(r.path, r.explain.get("graph")) for r in search.results],
+                # The scores too: the link's line is in the visible target's anchor row (store.anchors).
+                "search": [(r.path, r.score, r.explain.get("graph")) for r in search.results],
                 "edges": agent_edges(settings.db_path)}
 
 
@@ -108,7 +107,8 @@ def test_a_link_ambiguous_only_through_a_hidden_note_gives_an_agent_the_graph_wi
         assert to_same == [(2.0, "Erst [[Same]] im Satz." if source == "C.md" else "Erst [[folder1/Same]] genau.")]
     assert all(e[2] != e[3] for e in seen["edges"])  # [[Sub/Eigen]] in Top/Sub/Eigen is itself: no edge
     assert not seen["neighbours"]["Zwei"]["groups"].get("links_out")  # two visible Liste: still ambiguous
-    assert seen["search"][:2] == [("A.md", None), ("folder1/Same.md", {"from": [seen["neighbours"]["A"]["note"]["id"]]})]
+    assert [(path, graph) for path, _, graph in seen["search"][:2]] == [
+        ("A.md", None), ("folder1/Same.md", {"from": [seen["neighbours"]["A"]["note"]["id"]]})]
 
 
 def test_the_sql_derives_from_resolved_links_the_reference_edges_the_importer_stores(tmp_path, monkeypatch):

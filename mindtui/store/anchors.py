@@ -6,50 +6,90 @@ it in other words than its own text. Each note with incoming links from notes th
 agent) gets one row in chunks_fts, rowid = -anchor_id, the analyzed lines in the body column
 (BM25 weight 1: weight 3, as a heading, cost the crosslingual queries of the help-de golden set
 0.019 nDCG@5; README "How search ranks").
+
+The rows are built as an agent sees the links (store.visibility), for the owner too: a link that
+only hidden notes make ambiguous (among one note agents may read and hidden ones) gives its line
+to that one note, as it would resolve without them; otherwise a hidden note's existence would
+move the visible note's full-text score. So a row also depends on the candidates of the
+ambiguous links that name its note: a change of one's privacy refreshes the others' rows.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Callable
+from typing import Callable, Iterable
 
 import apsw
 
+from mindtui.store import notes as note_store
+from mindtui.store.notes import LinkRecord
 from mindtui.store.visibility import open_to_agents
 from mindtui.text.analysis import ANALYZER_VERSION
 
 PAGE_NOTES = 2000  # notes whose anchor rows one query refreshes
 
 
+# SQL: an ambiguous link `l`'s one candidate agents may read when all its others are hidden (else NULL).
+_SOLE_OPEN_CANDIDATE = ("(SELECT CASE WHEN count(*) = 1 THEN max(c.note_id) END FROM json_each(l.candidates) j"
+                        f" JOIN main.notes c ON c.note_id = j.value WHERE {open_to_agents('c')})")
+
+
 def incoming_lines(conn: apsw.Connection,
                    only: set[str] | None = None) -> dict[str, tuple[str, list[tuple[str, str]]]]:
-    """note_id -> (its language, the (evidence line, target as written) of resolved references
-    to it from other readable notes, in order); of the notes in `only` (None: all)."""
+    """note_id -> (its language, the (evidence line, target as written) of references to it from
+    other readable notes, in order: resolved ones, and ambiguous ones it is the sole readable
+    candidate of); of the notes in `only` (None: all)."""
     lines: dict[str, tuple[str, list[tuple[str, str]]]] = {}
     limit, args = ("", ()) if only is None else (
-        " AND l.resolved_note_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(only)),))
-    rows = conn.execute(
-        "SELECT l.resolved_note_id, t.lang, l.evidence, l.target_raw FROM main.note_links l"
-        " JOIN main.notes s ON s.note_id = l.note_id JOIN main.notes t ON t.note_id = l.resolved_note_id"
-        f" WHERE l.resolution = 'resolved' AND l.resolved_note_id != l.note_id AND {open_to_agents('s')}{limit}"
-        " ORDER BY l.resolved_note_id, s.path, l.seq", args)
-    for target, lang, evidence, written in rows:
+        " AND l.target IN (SELECT value FROM json_each(?))", (json.dumps(sorted(only)),))
+    arm = ("SELECT l.target, t.lang, l.evidence, l.target_raw, s.path, l.seq FROM {links} l"
+           " JOIN main.notes s ON s.note_id = l.note_id JOIN main.notes t ON t.note_id = l.target"
+           f" WHERE l.target != l.note_id AND {open_to_agents('s')}{limit}")
+    resolved = ("(SELECT note_id, seq, evidence, target_raw, resolved_note_id AS target FROM main.note_links"
+                " WHERE resolution = 'resolved')")
+    ambiguous = (f"(SELECT l.note_id, l.seq, l.evidence, l.target_raw, {_SOLE_OPEN_CANDIDATE} AS target"
+                 " FROM main.note_links l WHERE l.resolution = 'ambiguous')")
+    rows = conn.execute(f"{arm.format(links=resolved)} UNION ALL {arm.format(links=ambiguous)} ORDER BY 1, 5, 6",
+                        args + args)
+    for target, lang, evidence, written, _, _ in rows:
         lines.setdefault(target, (lang, []))[1].append((evidence, written))
     return lines
 
 
+def given_lines(note_id: str, links: Iterable[LinkRecord]) -> list[tuple]:
+    """The (seq, target id, evidence line, target as written) a note's links may give anchor rows:
+    a resolved link's to its target, an ambiguous one's to each candidate (which one gets it, if
+    any, depends on the candidates' privacy); never to the note itself."""
+    return [(l.seq, target, l.evidence, l.target_raw) for l in links
+            for target in ((l.resolved_note_id,) if l.resolution == "resolved" else
+                           sorted(l.candidates) if l.resolution == "ambiguous" else ())
+            if target != note_id]
+
+
 def outgoing_lines(conn: apsw.Connection, note_id: str) -> tuple[str, list[tuple]] | None:
-    """What a note gives the anchor rows of the notes it links to: (its path, the (seq, target
-    id, evidence line, target as written) of its resolved references to other notes); None when
-    it gives nothing (no such note, or one agents may not read)."""
+    """What a note may give the anchor rows of the notes it links to: (its path, its
+    given_lines); None when it gives nothing (no such note, or one agents may not read)."""
     row = conn.execute(f"SELECT path FROM main.notes s WHERE note_id = ? AND {open_to_agents('s')}",
                        (note_id,)).fetchone()
     if row is None:
         return None
-    return row[0], conn.execute(
-        "SELECT seq, resolved_note_id, evidence, target_raw FROM main.note_links WHERE note_id = ?"
-        " AND resolution = 'resolved' AND resolved_note_id != note_id ORDER BY seq", (note_id,)).fetchall()
+    return row[0], given_lines(note_id, note_store.links_of(conn, [note_id]).get(note_id, []))
+
+
+def given_targets(conn: apsw.Connection, note_ids: Iterable[str]) -> set[str]:
+    """The notes whose anchor rows these notes' links may give lines to (see given_lines)."""
+    return {target for note_id, links in note_store.links_of(conn, note_ids).items()
+            for _, target, _, _ in given_lines(note_id, links)}
+
+
+def _with_namesakes(conn: apsw.Connection, only: set[str]) -> set[str]:
+    """`only` and the other candidates of the ambiguous links naming one of them: whether such a
+    link gives its line to a note depends on the privacy of the others."""
+    return only | {note_id for (note_id,) in conn.execute(
+        "SELECT DISTINCT c.value FROM main.note_links l, json_each(l.candidates) c WHERE l.resolution = 'ambiguous'"
+        " AND EXISTS (SELECT 1 FROM json_each(l.candidates) j WHERE j.value IN (SELECT value FROM json_each(?)))",
+        (json.dumps(sorted(only)),))}
 
 
 def refresh(conn: apsw.Connection, analyzed: Callable[[list[tuple[str, str]], str], str],
@@ -60,9 +100,9 @@ def refresh(conn: apsw.Connection, analyzed: Callable[[list[tuple[str, str]], st
     rewritten: reading every reference is cheap, stemming them all is not (the hub vault: 42k
     lines). Returns how many rows were written or removed. Call inside a transaction.
     Every note's row is refreshed a page of notes at a time: a large vault's every reference line
-    is never held at once."""
+    is never held at once. `only` takes in the namesakes of its notes (_with_namesakes)."""
     if only is not None:
-        return _refresh_page(conn, analyzed, only)
+        return _refresh_page(conn, analyzed, _with_namesakes(conn, only))
     notes = [note_id for (note_id,) in conn.execute(
         "SELECT note_id FROM main.notes UNION SELECT note_id FROM main.note_anchors ORDER BY 1")]
     return sum(_refresh_page(conn, analyzed, set(notes[start:start + PAGE_NOTES]))

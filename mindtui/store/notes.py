@@ -196,13 +196,6 @@ def note_names(conn: apsw.Connection) -> Iterator[tuple[str, str, list[str]]]:
         yield note_id, path, json.loads(aliases)
 
 
-def resolved_targets(conn: apsw.Connection, note_ids: Iterable[str]) -> set[str]:
-    """The notes these notes' references resolve to."""
-    rows = conn.execute("SELECT DISTINCT resolved_note_id FROM note_links WHERE resolved_note_id IS NOT NULL"
-                        " AND note_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(set(note_ids))),))
-    return {row[0] for row in rows}
-
-
 def update_link_resolutions(conn: apsw.Connection, note_id: str, links: Iterable[LinkRecord]) -> None:
     conn.executemany(
         "UPDATE note_links SET resolution = ?, resolved_note_id = ?, detail = ?, candidates = ?"

@@ -211,7 +211,7 @@ class VaultImporter:
             gone = {s.note_id for s in vanished}
             before = gone | {
                 previous.note_id for p in heads if (previous := states.get(p) or renames.get(p)) is not None}
-            self._anchored = written | before | note_store.resolved_targets(self.conn, gone)
+            self._anchored = written | before | anchor_store.given_targets(self.conn, gone)
 
         with page_cache(self.conn, CACHE_MIB), wal_checkpoints_every(self.conn, WAL_PAGES), \
                 deferred_indexes.deferred(self.conn, enabled=bool(heads) and not states), \
@@ -441,8 +441,7 @@ class VaultImporter:
         if self._anchored is None:
             return
         note = rows.note
-        lines = [(l.seq, l.resolved_note_id, l.evidence, l.target_raw) for l in rows.links
-                 if l.resolution == "resolved" and l.resolved_note_id != note_id]
+        lines = anchor_store.given_lines(note_id, rows.links)
         fresh = (note.path, lines) if not note.private and note.ai_processing else None
         olds = [anchor_store.outgoing_lines(self.conn, old_id) for old_id in
                 {note_id, previous.note_id if previous else note_id} & self._state_ids]

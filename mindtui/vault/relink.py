@@ -87,8 +87,9 @@ def relink_notes(conn: apsw.Connection, registry: TypeRegistry, names: NameIndex
                  anchored: set[str] | None) -> None:
     """Re-resolve the references of notes not rewritten in this run (of all, or of those naming
     `changed_names`), a page of notes at a time; rewrite the edges of those whose targets
-    changed (a target appeared, vanished, or became ambiguous). Their targets, before and
-    after, join `anchored` (the notes whose anchor rows the import refreshes; None: all)."""
+    changed (a target appeared, vanished, or became ambiguous). Their targets and ambiguous
+    links' candidates, before and after, join `anchored` (the notes whose anchor rows the
+    import refreshes; None: all)."""
     if changed_names is not None and not changed_names:
         return  # nothing was written or deleted: every reference resolves as it did
     types = note_store.note_types(conn)
@@ -115,7 +116,7 @@ def _relink_note(conn: apsw.Connection, registry: TypeRegistry, batches: WriteBa
     resolved = [l for l in fresh if l.resolution == "resolved"]
     edges = reference_edges(note_id, note_type, registry.note_type(note_type).edge_defaults, resolved)
     if anchored is not None:
-        anchored |= {l.resolved_note_id for l in links + fresh if l.resolved_note_id}
+        anchored |= {target for l in links + fresh for target in (l.resolved_note_id, *l.candidates) if target}
     batches.ensure_open()
     note_store.update_link_resolutions(conn, note_id, fresh)
     edge_store.delete_reference_edges(conn, note_id)
