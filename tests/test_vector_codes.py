@@ -393,9 +393,16 @@ def test_candidates_float_vectors_are_their_float16_copies_in_one_conversion(con
     without a vector left out."""
     vectors = crowded(40, 3)
     insert(conn, [f"h{i}" for i in range(40)], vectors)
+    with conn:
+        vector_codes.build(conn, "m")  # the float16 copies are written with the codes
     copies = halves(conn)
+    assert len(copies) == 40
     wanted = np.array(sorted(copies)[:25] + [10**9], dtype=np.int64)
     found = vector_codes.float_vectors(conn, wanted)
     assert sorted(found) == sorted(copies)[:25] and vector_codes.float_vectors(conn, wanted[-1:]) == {}
     for rowid, vector in found.items():
         assert vector.dtype == np.float32 and np.array_equal(vector, copies[rowid].astype(np.float32))
+    ids, matrix = vector_codes.float_matrix(conn, wanted)  # what ann.rescored ranks: the same, as one matrix
+    assert sorted(ids.tolist()) == sorted(found) and matrix.dtype == np.float32 and matrix.shape == (25, DIM)
+    assert all(np.array_equal(row, found[int(i)]) for i, row in zip(ids, matrix))
+    assert [len(part) for part in vector_codes.float_matrix(conn, wanted[-1:])] == [0, 0]

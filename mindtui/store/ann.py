@@ -184,11 +184,9 @@ def rescored(conn: apsw.Connection, ids: np.ndarray, query: np.ndarray, k: int,
     computes the distance (to ~1e-4). An id whose vector was deleted since is left out."""
     if len(ids) == 0:
         return []
-    found = vector_codes.float_vectors(conn, ids, space)
-    if not found:
+    found_ids, matrix = vector_codes.float_matrix(conn, ids, space)
+    if len(found_ids) == 0:
         return []
-    found_ids = np.fromiter(found, dtype=np.int64, count=len(found))
-    matrix = np.stack(list(found.values()))
     query = np.asarray(query, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
     distances = 1.0 - (matrix @ query) / np.where(norms == 0, 1.0, norms)
