@@ -16,10 +16,12 @@ fixture). Designs, every vector in one SQLite file:
   lists nearest the query are searched in one statement (`list_id IN (...)`), k per list.
 - `int8 numpy`: the vectors centred and quantised to int8, scanned in memory (read from the file
   once), top 500 rescored by float.
-- `int8 numkong|usearch Nt + rescore R`: what mindtui runs above search.ann_min_vectors, through
-  store/vectors.knn: the code index built in the file (vector_codes.build), loaded once, scanned
-  exactly by numkong's SIMD int8 dot products (or usearch's exact search, which uses them) on N
-  threads, the top R rescored by the float vectors read back from vec_chunks.
+- `int4 top P + int8 + rescore R`: what mindtui runs above search.ann_min_vectors, through
+  store/vectors.knn: the code index built in the file (vector_codes.build), loaded once (its int4
+  codes derived in memory), the int4 codes scanned by numkong's SIMD products, the int8 codes of
+  their top P scanned again, the top R of those rescored by their float16 copies read back from
+  the file. `int8 numkong` (P 0) scans every int8 code instead; `int8 usearch` by usearch's
+  exact search; `sign bits top P`: sign bits of the codes scanned by hamming as the first stage.
 - `usearch HNSW`: a float HNSW graph (M=32, ef 512) in memory, for comparison (it would have to be
   serialised into the file).
 Targets (issue 3.2): recall@50 >= 0.95, p50 <= 0.35x and p95 <= 0.6x the numpy exact scan.
@@ -116,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     queries.add_argument("--queries-from", type=Path, help="a vault whose titles/headings are queries")
     queries.add_argument("--queries-npy", type=Path, help="query vectors saved before (float32, one row each)")
     parser.add_argument("--designs", default=",".join(DESIGNS), help=f"comma-separated, of {', '.join(DESIGNS)}")
-    parser.add_argument("--rescore", default="200,300", help="int8 usearch: the pools R to compare")
+    parser.add_argument("--rescore", default="64,100,300", help="code index: the rescoring pools R to compare")
+    parser.add_argument("--prefilter", default="0,500,1000",
+                        help="code index: the int4 prefilters P to compare (0: every int8 code scanned)")
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
@@ -160,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(("sqlite-vec exact", recall(flat_answers, truth[: len(sample_q)]),
                      np.percentile(flat_times, 50), np.percentile(flat_times, 95), flat_s))
     if "int8" in designs:
-        int8_usearch(conn, queries, args, row)
+        code_index(conn, queries, args, row)
     if "hnsw" in designs:
         hnsw(vectors, ids, queries, row)
 
@@ -175,8 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def int8_usearch(conn, queries, args, row):
-    """mindtui's own path: the code index in the file, searched through store/vectors.knn."""
+def code_index(conn, queries, args, row):
+    """mindtui's own path: the code index in the file, searched through store/vectors.knn, with
+    the int4 prefilters P (0: every int8 code scanned) and rescoring pools R compared; usearch's
+    exact int8 search and sign bits scanned by hamming (in memory) in place of the int4 stage."""
     from mindtui.store import ann, vector_codes
     from mindtui.store import vectors as vector_store
 
@@ -184,19 +190,51 @@ def int8_usearch(conn, queries, args, row):
     vector_codes.build(conn, "bench")
     built_s = time.perf_counter() - started
     started = time.perf_counter()
-    ann.configure(conn, 1, 1)
-    ann.index_for(conn)  # loaded once per process: not part of a query
+    ann.configure(conn, 1, 1, 0)
+    snapshot = ann.index_for(conn)  # loaded once per process: not part of a query
     load_s = time.perf_counter() - started
-    print(f"int8 codes: built in {built_s:.1f} s, loaded in {load_s:.1f} s", file=sys.stderr)
+    print(f"int8 codes: built in {built_s:.1f} s, loaded (and int4 codes derived) in {load_s:.1f} s", file=sys.stderr)
     pools = list(map(int, args.rescore.split(",")))
-    chosen = ann.scan, ann.SCAN_THREADS
-    for name, scan in (("numkong", ann.scan), ("usearch", usearch_scan)):
-        for pool, threads in [(pool, 1) for pool in pools] + [(pools[-1], 2)]:
-            ann.scan, ann.SCAN_THREADS = scan, threads
-            ann.configure(conn, 1, pool)
-            answers, times = timed(lambda q: [h.embedding_id for h in vector_store.knn(conn, q, K)], queries)
-            row(f"int8 {name} {threads}t + rescore {pool}", answers, times, built_s)
-    ann.scan, ann.SCAN_THREADS = chosen
+    prefilters = list(map(int, args.prefilter.split(",")))
+    knn = lambda q: [h.embedding_id for h in vector_store.knn(conn, q, K)]  # noqa: E731
+    for prefilter in prefilters:
+        for pool in pools:
+            ann.configure(conn, 1, pool, prefilter)
+            answers, times = timed(knn, queries)
+            first = f"int4 top {prefilter} + int8" if prefilter else "int8 numkong"
+            row(f"{first} + rescore {pool}", answers, times, built_s)
+    chosen = ann.scan
+    ann.scan = usearch_scan
+    ann.configure(conn, 1, pools[-1], 0)
+    answers, times = timed(knn, queries)
+    row(f"int8 usearch + rescore {pools[-1]}", answers, times, built_s)
+    ann.scan = chosen
+    sign_bits(conn, snapshot, queries, prefilters, pools, row, built_s)
+
+
+def sign_bits(conn, snapshot, queries, prefilters, pools, row, built_s):
+    """Sign bits of the int8 codes (48 bytes a vector, in memory) scanned by hamming (numkong)
+    as the first stage in place of the int4 codes, then the int8 codes of the best P, the best
+    R of those rescored as mindtui does."""
+    import numkong
+
+    from mindtui.store import ann
+
+    bits = np.packbits(snapshot.codes > 0, axis=1)
+    scale = snapshot.params.scale
+
+    def search(q, prefilter, pool):
+        weighted = q * scale
+        query_codes = np.clip(np.rint(weighted / np.abs(weighted).max() * 127), -127, 127).astype(np.int8)
+        distances = np.asarray(numkong.cdist(np.packbits(weighted > 0)[None, :], bits, metric="hamming",
+                                             dtype="u1", out_dtype="float32")).ravel()
+        rows = np.argpartition(distances, prefilter - 1)[:prefilter]
+        ids = snapshot.ids[rows[ann.scan(query_codes, snapshot.codes[rows], pool)]]
+        return [i for i, _ in ann.rescored(conn, ids, q, K)]
+
+    for prefilter in [p * 10 for p in prefilters if p] or [5000]:  # sign bits need far more candidates
+        answers, times = timed(lambda q: search(q, prefilter, pools[0]), queries)
+        row(f"sign bits top {prefilter} + int8 + rescore {pools[0]}", answers, times, built_s)
 
 
 def usearch_scan(query_codes, codes, count):
@@ -307,14 +345,15 @@ def print_table(args, rows, base_times):
     """The table (and what reruns it) on stdout."""
     base50, base95 = np.percentile(base_times, 50), np.percentile(base_times, 95)
     print(f"\n{args.n:,} vectors, {args.queries} queries; numpy float32 exact: p50 {base50:.1f} ms, p95 {base95:.1f} ms")
-    print(f"{'design':<28}{'recall@50':>10}{'p50 ms':>9}{'p50 x':>7}{'p95 ms':>9}{'p95 x':>7}{'build s':>9}  target")
+    print(f"{'design':<44}{'recall@50':>10}{'p50 ms':>9}{'p50 x':>7}{'p95 ms':>9}{'p95 x':>7}{'build s':>9}  target")
     for name, rec, p50, p95, build in rows:
         ok = rec >= 0.95 and p50 <= 0.35 * base50 and p95 <= 0.6 * base95
-        print(f"{name:<28}{rec:>10.3f}{p50:>9.1f}{p50 / base50:>7.2f}{p95:>9.1f}{p95 / base95:>7.2f}{build:>9.1f}"
+        print(f"{name:<44}{rec:>10.3f}{p50:>9.1f}{p50 / base50:>7.2f}{p95:>9.1f}{p95 / base95:>7.2f}{build:>9.1f}"
               f"  {'met' if ok else 'missed'}")
     source = f"--queries-npy {args.queries_npy}" if args.queries_npy else f"--queries-from {args.queries_from}"
     print(f"\nrerun: .venv/bin/python bench/ann_bench.py --real-db {args.real_db} {source} "
-          f"--n {args.n} --queries {args.queries} --designs {args.designs} --rescore {args.rescore}")
+          f"--n {args.n} --queries {args.queries} --designs {args.designs} --rescore {args.rescore}"
+          f" --prefilter {args.prefilter}")
 
 
 if __name__ == "__main__":
