@@ -4,6 +4,7 @@ ranking and latency as a ratio to a numpy float32 exact scan of the same vectors
     .venv/bin/python bench/ann_bench.py --real-db REAL.db --queries-from VAULT --n 100000
     .venv/bin/python bench/ann_bench.py --real-db REAL.db --queries-from VAULT --n 1000000 --queries 300
     .venv/bin/python bench/ann_bench.py --real-db REAL.db --queries-npy Q.npy --n 1000000 --designs int8,bit
+    .venv/bin/python bench/ann_bench.py --searched SEARCH.db --queries-npy Q.npy --prefilter 0,500 --rescore 64,300
 
 REAL.db: any embedded mindtui database (its passage vectors are mixed into N fixture vectors, see
 vector_fixture.py). VAULT: a folder of notes whose titles and headings become the held-out real
@@ -24,6 +25,9 @@ fixture). Designs, every vector in one SQLite file:
   exact search; `sign bits top P`: sign bits of the codes scanned by hamming as the first stage.
 - `usearch HNSW`: a float HNSW graph (M=32, ef 512) in memory, for comparison (it would have to be
   serialised into the file).
+`--searched SEARCH.db` compares only the code index's prefilters and pools over an existing
+embedded database (scale_bench.py's search-N.db under its --work, say), read-only, against a
+numpy scan of that database's own vectors.
 Targets (issue 3.2): recall@50 >= 0.95, p50 <= 0.35x and p95 <= 0.6x the numpy exact scan.
 The machine is shared and noisy: compare the ratios of one run, not absolute times across runs.
 """
@@ -113,7 +117,10 @@ def recall(answers, truth) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--real-db", type=Path, required=True)
+    parser.add_argument("--real-db", type=Path, help="the vectors mixed into the fixture (all but --searched)")
+    parser.add_argument("--searched", type=Path,
+                        help="instead of a fixture: an embedded database with its code index built (read-only),"
+                             " its code index compared (--prefilter x --rescore) against its own vectors' exact ranking")
     queries = parser.add_mutually_exclusive_group(required=True)
     queries.add_argument("--queries-from", type=Path, help="a vault whose titles/headings are queries")
     queries.add_argument("--queries-npy", type=Path, help="query vectors saved before (float32, one row each)")
@@ -126,24 +133,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--db", type=Path, help="the bench's SQLite file (default: a temporary one)")
     args = parser.parse_args(argv)
+    if args.searched:
+        return searched_database(args, load_queries(args))
+    if not args.real_db:
+        parser.error("--real-db is required (or --searched)")
 
     real = real_vectors(args.real_db)
     vectors = mix(real, args.n, args.seed)
     designs = set(args.designs.split(","))
-    if args.queries_npy:
-        queries = np.load(args.queries_npy).astype(np.float32)[: args.queries]
-    else:
-        queries = embed_queries(query_texts(args.queries_from, args.queries, args.seed))
+    queries = load_queries(args)
     ids = np.arange(1, args.n + 1)
     print(f"{args.n} fixture vectors from {len(real)} real ones; {len(queries)} held-out real query vectors",
           file=sys.stderr)
 
-    def numpy_exact(q):
-        scores = vectors @ q
-        top = np.argpartition(-scores, K)[:K]
-        return list(ids[top[np.argsort(-scores[top])]])
-
-    truth, base_times = timed(numpy_exact, queries)
+    truth, base_times = timed(lambda q: numpy_exact(vectors, ids, q), queries)
     folder = Path(tempfile.mkdtemp(prefix="ann-bench-"))
     conn = connect(args.db or folder / "ann.db")
     rows = []
@@ -175,6 +178,53 @@ def main(argv: list[str] | None = None) -> int:
         ivf(conn, vectors, ids, mean, queries, row, args)
     if "int8" in designs:
         int8_numpy(vectors, ids, mean, queries, truth, rows)
+    print_table(args, rows, base_times)
+    return 0
+
+
+def load_queries(args) -> np.ndarray:
+    if args.queries_npy:
+        return np.load(args.queries_npy).astype(np.float32)[: args.queries]
+    return embed_queries(query_texts(args.queries_from, args.queries, args.seed))
+
+
+def numpy_exact(vectors, ids, q):
+    """The yardstick: the exact top K by a numpy float32 scan."""
+    scores = vectors @ q
+    top = np.argpartition(-scores, K)[:K]
+    return list(ids[top[np.argsort(-scores[top])]])
+
+
+def searched_database(args, queries) -> int:
+    """--searched: the product's KNN over an existing database's code index (nothing written),
+    each prefilter and pool, against a numpy scan of the database's own vectors."""
+    from mindtui.store import ann, open_database
+    from mindtui.store import vectors as vector_store
+
+    conn = open_database(args.searched, readonly=True)
+    rowids, blobs = [], []
+    for rowid, blob in conn.execute("SELECT rowid, embedding FROM vec_chunks"):
+        rowids.append(rowid)
+        blobs.append(blob)
+    ids = np.asarray(rowids, dtype=np.int64)
+    vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
+    del blobs
+    ann.configure(conn, 1, 1, 0)
+    started = time.perf_counter()
+    if ann.index_for(conn) is None:
+        raise SystemExit(f"{args.searched}: no code index built (its nightly's maintain step builds it)")
+    print(f"{len(ids)} vectors; the code index loaded in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    truth, base_times = timed(lambda q: numpy_exact(vectors, ids, q), queries)
+    rows = []
+    for prefilter in map(int, args.prefilter.split(",")):
+        for pool in map(int, args.rescore.split(",")):
+            ann.configure(conn, 1, pool, prefilter)
+            answers, times = timed(lambda q: [h.embedding_id for h in vector_store.knn(conn, q, K)], queries)
+            first = f"int4 top {prefilter} + int8" if prefilter else "int8 numkong"
+            rows.append((f"{first} + rescore {pool}", recall(answers, truth), np.percentile(times, 50),
+                         np.percentile(times, 95), 0.0))
+    conn.close()
+    args.n = len(ids)
     print_table(args, rows, base_times)
     return 0
 
@@ -351,9 +401,9 @@ def print_table(args, rows, base_times):
         print(f"{name:<44}{rec:>10.3f}{p50:>9.1f}{p50 / base50:>7.2f}{p95:>9.1f}{p95 / base95:>7.2f}{build:>9.1f}"
               f"  {'met' if ok else 'missed'}")
     source = f"--queries-npy {args.queries_npy}" if args.queries_npy else f"--queries-from {args.queries_from}"
-    print(f"\nrerun: .venv/bin/python bench/ann_bench.py --real-db {args.real_db} {source} "
-          f"--n {args.n} --queries {args.queries} --designs {args.designs} --rescore {args.rescore}"
-          f" --prefilter {args.prefilter}")
+    data = f"--searched {args.searched}" if args.searched else f"--real-db {args.real_db} --n {args.n}"
+    print(f"\nrerun: .venv/bin/python bench/ann_bench.py {data} {source} --queries {args.queries}"
+          f" --designs {args.designs} --rescore {args.rescore} --prefilter {args.prefilter}")
 
 
 if __name__ == "__main__":
