@@ -248,8 +248,9 @@ def candidates(snapshot: _Snapshot, query: np.ndarray, count: int, prefilter: in
 
 def coarse_query(unit: np.ndarray) -> np.ndarray:
     """The query's uint4 codes (its weights scaled to [-1, 1] as int4 codes + 8), packed."""
-    unsigned = (np.rint(unit * 7) + 8).astype(np.uint8)
-    return nibbles(np.pad(unsigned, (0, len(unsigned) % 2))[None, :])
+    unsigned = np.zeros((1, len(unit) + len(unit) % 2), dtype=np.uint8)  # an odd last dimension pairs with 0
+    unsigned[0, :len(unit)] = np.rint(unit * 7) + 8
+    return nibbles(unsigned)
 
 
 def coarse_scan(snapshot: _Snapshot, query_nibbles: np.ndarray, count: int) -> np.ndarray:
@@ -305,7 +306,8 @@ def rescored(conn: apsw.Connection, ids: np.ndarray, query: np.ndarray, k: int,
     if len(found_ids) == 0:
         return []
     query = np.asarray(query, dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
+    # einsum and tolist: half of np.linalg.norm's and a per-item conversion's time on 64 rows
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix)) * (float(np.sqrt(query @ query)) or 1.0)
     distances = 1.0 - (matrix @ query) / np.where(norms == 0, 1.0, norms)
     order = np.lexsort((found_ids, distances))[:k]
-    return [(int(found_ids[i]), float(distances[i])) for i in order]
+    return list(zip(found_ids[order].tolist(), distances[order].tolist()))
