@@ -13,8 +13,9 @@ at a part of the data misses: IVF probing 3 % of its lists 0.41 recall@50, HNSW 
 the bytes of the float scan with the same ranking up to a few hundred places (bench/ann_bench.py).
 
 The codes are read from the file once per process, database and space (a million vectors are 384 MB
-of int8 codes and 192 MB of int4 ones); a query checks one meta row (the stamp) and reads again
-only the pages whose stamp moved (and derives again only the int4 blocks they fall in).
+of int8 codes and 200 MB of int4 ones: numkong packs 200 bytes a row); a query checks one meta row
+(the stamp) and reads again only the pages whose stamp moved (and derives again only the int4
+blocks they fall in).
 Used only where `configure` said so for the connection (search.ann_min_vectors,
 search.ann_prefilter and search.ann_rescore, config/mindtui.yaml), above that many vectors; else
 the exact scan runs.
