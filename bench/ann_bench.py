@@ -4,6 +4,7 @@ ranking and latency as a ratio to a numpy float32 exact scan of the same vectors
     .venv/bin/python bench/ann_bench.py --real-db REAL.db --queries-from VAULT --n 100000
     .venv/bin/python bench/ann_bench.py --real-db REAL.db --queries-from VAULT --n 1000000 --queries 300
     .venv/bin/python bench/ann_bench.py --real-db REAL.db --queries-npy Q.npy --n 1000000 --designs int8,bit
+    .venv/bin/python bench/ann_bench.py --searched SEARCH.db --queries-npy Q.npy --prefilter 0,500 --rescore 64,300
 
 REAL.db: any embedded mindtui database (its passage vectors are mixed into N fixture vectors, see
 vector_fixture.py). VAULT: a folder of notes whose titles and headings become the held-out real
@@ -16,12 +17,17 @@ fixture). Designs, every vector in one SQLite file:
   lists nearest the query are searched in one statement (`list_id IN (...)`), k per list.
 - `int8 numpy`: the vectors centred and quantised to int8, scanned in memory (read from the file
   once), top 500 rescored by float.
-- `int8 numkong|usearch Nt + rescore R`: what mindtui runs above search.ann_min_vectors, through
-  store/vectors.knn: the code index built in the file (vector_codes.build), loaded once, scanned
-  exactly by numkong's SIMD int8 dot products (or usearch's exact search, which uses them) on N
-  threads, the top R rescored by the float vectors read back from vec_chunks.
+- `int4 top P + int8 + rescore R`: what mindtui runs above search.ann_min_vectors, through
+  store/vectors.knn: the code index built in the file (vector_codes.build), loaded once (its int4
+  codes derived in memory), the int4 codes scanned by numkong's SIMD products, the int8 codes of
+  their top P scanned again, the top R of those rescored by their float16 copies read back from
+  the file. `int8 numkong` (P 0) scans every int8 code instead; `int8 usearch` by usearch's
+  exact search; `sign bits top P`: sign bits of the codes scanned by hamming as the first stage.
 - `usearch HNSW`: a float HNSW graph (M=32, ef 512) in memory, for comparison (it would have to be
   serialised into the file).
+`--searched SEARCH.db` compares only the code index's prefilters and pools over an existing
+embedded database (scale_bench.py's search-N.db under its --work, say), read-only, against a
+numpy scan of that database's own vectors.
 Targets (issue 3.2): recall@50 >= 0.95, p50 <= 0.35x and p95 <= 0.6x the numpy exact scan.
 The machine is shared and noisy: compare the ratios of one run, not absolute times across runs.
 """
@@ -111,35 +117,36 @@ def recall(answers, truth) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--real-db", type=Path, required=True)
+    parser.add_argument("--real-db", type=Path, help="the vectors mixed into the fixture (all but --searched)")
+    parser.add_argument("--searched", type=Path,
+                        help="instead of a fixture: an embedded database with its code index built (read-only),"
+                             " its code index compared (--prefilter x --rescore) against its own vectors' exact ranking")
     queries = parser.add_mutually_exclusive_group(required=True)
     queries.add_argument("--queries-from", type=Path, help="a vault whose titles/headings are queries")
     queries.add_argument("--queries-npy", type=Path, help="query vectors saved before (float32, one row each)")
     parser.add_argument("--designs", default=",".join(DESIGNS), help=f"comma-separated, of {', '.join(DESIGNS)}")
-    parser.add_argument("--rescore", default="200,300", help="int8 usearch: the pools R to compare")
+    parser.add_argument("--rescore", default="64,100,300", help="code index: the rescoring pools R to compare")
+    parser.add_argument("--prefilter", default="0,500,1000",
+                        help="code index: the int4 prefilters P to compare (0: every int8 code scanned)")
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--db", type=Path, help="the bench's SQLite file (default: a temporary one)")
     args = parser.parse_args(argv)
+    if args.searched:
+        return searched_database(args, load_queries(args))
+    if not args.real_db:
+        parser.error("--real-db is required (or --searched)")
 
     real = real_vectors(args.real_db)
     vectors = mix(real, args.n, args.seed)
     designs = set(args.designs.split(","))
-    if args.queries_npy:
-        queries = np.load(args.queries_npy).astype(np.float32)[: args.queries]
-    else:
-        queries = embed_queries(query_texts(args.queries_from, args.queries, args.seed))
+    queries = load_queries(args)
     ids = np.arange(1, args.n + 1)
     print(f"{args.n} fixture vectors from {len(real)} real ones; {len(queries)} held-out real query vectors",
           file=sys.stderr)
 
-    def numpy_exact(q):
-        scores = vectors @ q
-        top = np.argpartition(-scores, K)[:K]
-        return list(ids[top[np.argsort(-scores[top])]])
-
-    truth, base_times = timed(numpy_exact, queries)
+    truth, base_times = timed(lambda q: numpy_exact(vectors, ids, q), queries)
     folder = Path(tempfile.mkdtemp(prefix="ann-bench-"))
     conn = connect(args.db or folder / "ann.db")
     rows = []
@@ -160,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(("sqlite-vec exact", recall(flat_answers, truth[: len(sample_q)]),
                      np.percentile(flat_times, 50), np.percentile(flat_times, 95), flat_s))
     if "int8" in designs:
-        int8_usearch(conn, queries, args, row)
+        code_index(conn, queries, args, row)
     if "hnsw" in designs:
         hnsw(vectors, ids, queries, row)
 
@@ -175,8 +182,57 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def int8_usearch(conn, queries, args, row):
-    """mindtui's own path: the code index in the file, searched through store/vectors.knn."""
+def load_queries(args) -> np.ndarray:
+    if args.queries_npy:
+        return np.load(args.queries_npy).astype(np.float32)[: args.queries]
+    return embed_queries(query_texts(args.queries_from, args.queries, args.seed))
+
+
+def numpy_exact(vectors, ids, q):
+    """The yardstick: the exact top K by a numpy float32 scan."""
+    scores = vectors @ q
+    top = np.argpartition(-scores, K)[:K]
+    return list(ids[top[np.argsort(-scores[top])]])
+
+
+def searched_database(args, queries) -> int:
+    """--searched: the product's KNN over an existing database's code index (nothing written),
+    each prefilter and pool, against a numpy scan of the database's own vectors."""
+    from mindtui.store import ann, open_database
+    from mindtui.store import vectors as vector_store
+
+    conn = open_database(args.searched, readonly=True)
+    rowids, blobs = [], []
+    for rowid, blob in conn.execute("SELECT rowid, embedding FROM vec_chunks"):
+        rowids.append(rowid)
+        blobs.append(blob)
+    ids = np.asarray(rowids, dtype=np.int64)
+    vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
+    del blobs
+    ann.configure(conn, 1, 1, 0)
+    started = time.perf_counter()
+    if ann.index_for(conn) is None:
+        raise SystemExit(f"{args.searched}: no code index built (its nightly's maintain step builds it)")
+    print(f"{len(ids)} vectors; the code index loaded in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    truth, base_times = timed(lambda q: numpy_exact(vectors, ids, q), queries)
+    rows = []
+    for prefilter in map(int, args.prefilter.split(",")):
+        for pool in map(int, args.rescore.split(",")):
+            ann.configure(conn, 1, pool, prefilter)
+            answers, times = timed(lambda q: [h.embedding_id for h in vector_store.knn(conn, q, K)], queries)
+            first = f"int4 top {prefilter} + int8" if prefilter else "int8 numkong"
+            rows.append((f"{first} + rescore {pool}", recall(answers, truth), np.percentile(times, 50),
+                         np.percentile(times, 95), 0.0))
+    conn.close()
+    args.n = len(ids)
+    print_table(args, rows, base_times)
+    return 0
+
+
+def code_index(conn, queries, args, row):
+    """mindtui's own path: the code index in the file, searched through store/vectors.knn, with
+    the int4 prefilters P (0: every int8 code scanned) and rescoring pools R compared; usearch's
+    exact int8 search and sign bits scanned by hamming (in memory) in place of the int4 stage."""
     from mindtui.store import ann, vector_codes
     from mindtui.store import vectors as vector_store
 
@@ -184,19 +240,51 @@ def int8_usearch(conn, queries, args, row):
     vector_codes.build(conn, "bench")
     built_s = time.perf_counter() - started
     started = time.perf_counter()
-    ann.configure(conn, 1, 1)
-    ann.index_for(conn)  # loaded once per process: not part of a query
+    ann.configure(conn, 1, 1, 0)
+    snapshot = ann.index_for(conn)  # loaded once per process: not part of a query
     load_s = time.perf_counter() - started
-    print(f"int8 codes: built in {built_s:.1f} s, loaded in {load_s:.1f} s", file=sys.stderr)
+    print(f"int8 codes: built in {built_s:.1f} s, loaded (and int4 codes derived) in {load_s:.1f} s", file=sys.stderr)
     pools = list(map(int, args.rescore.split(",")))
-    chosen = ann.scan, ann.SCAN_THREADS
-    for name, scan in (("numkong", ann.scan), ("usearch", usearch_scan)):
-        for pool, threads in [(pool, 1) for pool in pools] + [(pools[-1], 2)]:
-            ann.scan, ann.SCAN_THREADS = scan, threads
-            ann.configure(conn, 1, pool)
-            answers, times = timed(lambda q: [h.embedding_id for h in vector_store.knn(conn, q, K)], queries)
-            row(f"int8 {name} {threads}t + rescore {pool}", answers, times, built_s)
-    ann.scan, ann.SCAN_THREADS = chosen
+    prefilters = list(map(int, args.prefilter.split(",")))
+    knn = lambda q: [h.embedding_id for h in vector_store.knn(conn, q, K)]  # noqa: E731
+    for prefilter in prefilters:
+        for pool in pools:
+            ann.configure(conn, 1, pool, prefilter)
+            answers, times = timed(knn, queries)
+            first = f"int4 top {prefilter} + int8" if prefilter else "int8 numkong"
+            row(f"{first} + rescore {pool}", answers, times, built_s)
+    chosen = ann.scan
+    ann.scan = usearch_scan
+    ann.configure(conn, 1, pools[-1], 0)
+    answers, times = timed(knn, queries)
+    row(f"int8 usearch + rescore {pools[-1]}", answers, times, built_s)
+    ann.scan = chosen
+    sign_bits(conn, snapshot, queries, prefilters, pools, row, built_s)
+
+
+def sign_bits(conn, snapshot, queries, prefilters, pools, row, built_s):
+    """Sign bits of the int8 codes (48 bytes a vector, in memory) scanned by hamming (numkong)
+    as the first stage in place of the int4 codes, then the int8 codes of the best P, the best
+    R of those rescored as mindtui does."""
+    import numkong
+
+    from mindtui.store import ann
+
+    bits = np.packbits(snapshot.codes > 0, axis=1)
+    scale = snapshot.params.scale
+
+    def search(q, prefilter, pool):
+        weighted = q * scale
+        query_codes = np.clip(np.rint(weighted / np.abs(weighted).max() * 127), -127, 127).astype(np.int8)
+        distances = np.asarray(numkong.cdist(np.packbits(weighted > 0)[None, :], bits, metric="hamming",
+                                             dtype="u1", out_dtype="float32")).ravel()
+        rows = np.argpartition(distances, prefilter - 1)[:prefilter]
+        ids = snapshot.ids[rows[ann.scan(query_codes, snapshot.codes[rows], pool)]]
+        return [i for i, _ in ann.rescored(conn, ids, q, K)]
+
+    for prefilter in [p * 10 for p in prefilters if p] or [5000]:  # sign bits need far more candidates
+        answers, times = timed(lambda q: search(q, prefilter, pools[0]), queries)
+        row(f"sign bits top {prefilter} + int8 + rescore {pools[0]}", answers, times, built_s)
 
 
 def usearch_scan(query_codes, codes, count):
@@ -307,14 +395,15 @@ def print_table(args, rows, base_times):
     """The table (and what reruns it) on stdout."""
     base50, base95 = np.percentile(base_times, 50), np.percentile(base_times, 95)
     print(f"\n{args.n:,} vectors, {args.queries} queries; numpy float32 exact: p50 {base50:.1f} ms, p95 {base95:.1f} ms")
-    print(f"{'design':<28}{'recall@50':>10}{'p50 ms':>9}{'p50 x':>7}{'p95 ms':>9}{'p95 x':>7}{'build s':>9}  target")
+    print(f"{'design':<44}{'recall@50':>10}{'p50 ms':>9}{'p50 x':>7}{'p95 ms':>9}{'p95 x':>7}{'build s':>9}  target")
     for name, rec, p50, p95, build in rows:
         ok = rec >= 0.95 and p50 <= 0.35 * base50 and p95 <= 0.6 * base95
-        print(f"{name:<28}{rec:>10.3f}{p50:>9.1f}{p50 / base50:>7.2f}{p95:>9.1f}{p95 / base95:>7.2f}{build:>9.1f}"
+        print(f"{name:<44}{rec:>10.3f}{p50:>9.1f}{p50 / base50:>7.2f}{p95:>9.1f}{p95 / base95:>7.2f}{build:>9.1f}"
               f"  {'met' if ok else 'missed'}")
     source = f"--queries-npy {args.queries_npy}" if args.queries_npy else f"--queries-from {args.queries_from}"
-    print(f"\nrerun: .venv/bin/python bench/ann_bench.py --real-db {args.real_db} {source} "
-          f"--n {args.n} --queries {args.queries} --designs {args.designs} --rescore {args.rescore}")
+    data = f"--searched {args.searched}" if args.searched else f"--real-db {args.real_db} --n {args.n}"
+    print(f"\nrerun: .venv/bin/python bench/ann_bench.py {data} {source} --queries {args.queries}"
+          f" --designs {args.designs} --rescore {args.rescore} --prefilter {args.prefilter}")
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ def evaluate(conn, model_id: str, note_ids: list[str], indexed: bool = False) ->
         old = top(per_chunk_similar(conn, note_id, model_id, K))
         ms_old.append((time.perf_counter() - started) * 1000)
         if indexed:
-            ann.configure(conn, 1, load_settings().search.ann_rescore)
+            ann.configure(conn, 1, load_settings().search.ann_rescore, load_settings().search.ann_prefilter)
         started = time.perf_counter()
         new = top(similar_notes(conn, note_id, model_id, K))
         ms_new.append((time.perf_counter() - started) * 1000)

@@ -122,7 +122,7 @@ def over_code_indexes(conn) -> None:
     with conn:
         vector_codes.build(conn, FAKE)
         vector_codes.build(conn, FAKE, vector_codes.NOTES)
-    ann.configure(conn, 1, 300)
+    ann.configure(conn, 1, 300, 0)
 
 
 @pytest.mark.parametrize("indexed", [False, True])

@@ -124,7 +124,7 @@ def test_the_code_index_ranks_as_the_exact_scan_when_its_pool_covers_the_vectors
         vector_codes.build(conn, "m")
     queries = crowded(20, 5)
     exact = [vector_store.knn(conn, q, 50) for q in queries]  # not configured: the exact scan
-    ann.configure(conn, 1, 1500)
+    ann.configure(conn, 1, 1500, 0)
     assert vector_store.ann.index_for(conn) is not None
     for query, want in zip(queries, exact):
         got = vector_store.knn(conn, query, 50)
@@ -132,11 +132,11 @@ def test_the_code_index_ranks_as_the_exact_scan_when_its_pool_covers_the_vectors
         assert np.allclose([h.distance for h in got], [h.distance for h in want], atol=2e-4)
         swapped = [(g, w) for g, w in zip(got, want) if g.embedding_id != w.embedding_id]
         assert all(abs(g.distance - w.distance) < 2e-4 for g, w in swapped)
-    ann.configure(conn, 1, 300)  # a pool of a fifth of them: the same top 50 on these crowded vectors
+    ann.configure(conn, 1, 300, 600)  # a pool of a fifth of them (of the int4 best 600): the same top 50
     recall = np.mean([len({h.embedding_id for h in vector_store.knn(conn, q, 50)}
                           & {h.embedding_id for h in want}) / 50 for q, want in zip(queries, exact)])
     assert recall >= 0.95
-    ann.configure(conn, 1501, 300)  # fewer vectors than ann_min_vectors: the exact scan
+    ann.configure(conn, 1501, 300, 600)  # fewer vectors than ann_min_vectors: the exact scan
     assert vector_store.ann.index_for(conn) is None
 
 
@@ -148,7 +148,7 @@ def test_a_process_reads_again_only_the_pages_that_changed(conn, monkeypatch):
                          " VALUES (?, 'm', ?, 384, 'now')", (rowid, f"x{rowid}"))
             conn.execute("INSERT INTO vec_chunks (rowid, embedding) VALUES (?, ?)", (rowid, vectors[rowid % 9].tobytes()))
         vector_codes.build(conn, "m")
-    ann.configure(conn, 1, 10)
+    ann.configure(conn, 1, 10, 0)
     assert len(ann.index_for(conn)) == 2
     read = []
     real_read = vector_codes.read_pages
@@ -381,7 +381,7 @@ def test_a_database_made_again_at_the_same_path_is_not_served_from_the_old_ones_
             insert(conn, [f"h{i}" for i in range(20)], crowded(20, seed))
             with conn:
                 vector_codes.build(conn, "m")
-            ann.configure(conn, 1, 20)
+            ann.configure(conn, 1, 20, 0)
             snapshot = ann.index_for(conn)
             assert snapshot.fit_id == vector_codes.load_params(conn).fit_id
         finally:
@@ -393,9 +393,16 @@ def test_candidates_float_vectors_are_their_float16_copies_in_one_conversion(con
     without a vector left out."""
     vectors = crowded(40, 3)
     insert(conn, [f"h{i}" for i in range(40)], vectors)
+    with conn:
+        vector_codes.build(conn, "m")  # the float16 copies are written with the codes
     copies = halves(conn)
+    assert len(copies) == 40
     wanted = np.array(sorted(copies)[:25] + [10**9], dtype=np.int64)
     found = vector_codes.float_vectors(conn, wanted)
     assert sorted(found) == sorted(copies)[:25] and vector_codes.float_vectors(conn, wanted[-1:]) == {}
     for rowid, vector in found.items():
         assert vector.dtype == np.float32 and np.array_equal(vector, copies[rowid].astype(np.float32))
+    ids, matrix = vector_codes.float_matrix(conn, wanted)  # what ann.rescored ranks: the same, as one matrix
+    assert sorted(ids.tolist()) == sorted(found) and matrix.dtype == np.float32 and matrix.shape == (25, DIM)
+    assert all(np.array_equal(row, found[int(i)]) for i, row in zip(ids, matrix))
+    assert [len(part) for part in vector_codes.float_matrix(conn, wanted[-1:])] == [0, 0]

@@ -254,17 +254,24 @@ def load_recall(conn: apsw.Connection, space: VectorSpace = CHUNKS) -> dict | No
 
 
 def float_vectors(conn: apsw.Connection, ids: np.ndarray, space: VectorSpace = CHUNKS) -> dict[int, np.ndarray]:
-    """The vectors of `ids` (float16 copies, as float32) for ranking candidates again; an id
-    deleted since is missing."""
+    """The vectors of `ids` (float16 copies, as float32) by id; an id deleted since is missing."""
+    found, matrix = float_matrix(conn, ids, space)
+    return dict(zip(found.tolist(), matrix))
+
+
+def float_matrix(conn: apsw.Connection, ids: np.ndarray, space: VectorSpace = CHUNKS) -> tuple[np.ndarray, np.ndarray]:
+    """The vectors of `ids` (float16 copies) for ranking candidates again, as (the ids found,
+    float32 matrix, one row each); an id deleted since is missing."""
     rows = conn.execute(
         f"SELECT {space.halves_id}, half FROM {space.halves} WHERE {space.halves_id} IN (SELECT value FROM json_each(?))",
         (json.dumps([int(i) for i in ids]),)).fetchall()
     if not rows:
-        return {}
+        return np.empty(0, dtype=np.int64), np.empty((0, 0), dtype=np.float32)
     # One conversion for all (the vector table has one dimension): a conversion per row was half
     # of a query's time at 100k vectors.
+    found = np.fromiter((rowid for rowid, _ in rows), dtype=np.int64, count=len(rows))
     matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float16).reshape(len(rows), -1)
-    return dict(zip((rowid for rowid, _ in rows), matrix.astype(np.float32)))
+    return found, matrix.astype(np.float32)
 
 
 def admitted(conn: apsw.Connection, ids: np.ndarray, allowed: tuple[str, Sequence]) -> set[int]:

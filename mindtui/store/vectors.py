@@ -177,9 +177,9 @@ MAX_K = 4096  # sqlite-vec's limit on `k`
 
 def use_code_index(conn: apsw.Connection, search_settings) -> None:
     """This connection's searches use the code index from search.ann_min_vectors vectors on,
-    rescoring search.ann_rescore candidates (config/mindtui.yaml); an unconfigured connection
-    always scans exactly."""
-    ann.configure(conn, search_settings.ann_min_vectors, search_settings.ann_rescore)
+    rescoring search.ann_rescore candidates of the search.ann_prefilter the int4 scan passes on
+    (config/mindtui.yaml); an unconfigured connection always scans exactly."""
+    ann.configure(conn, search_settings.ann_min_vectors, search_settings.ann_rescore, search_settings.ann_prefilter)
 
 
 CHUNKS, NOTES = vector_codes.CHUNKS, vector_codes.NOTES
@@ -193,14 +193,16 @@ class CandidateScan:
     the GIL), then hands the ids to `knn`, which rescores them on the connection."""
     index: object  # the ann snapshot the ids come from
     pool: int
+    prefilter: int
     space: vector_codes.VectorSpace
 
     def __call__(self, query: np.ndarray) -> ScannedCandidates:
-        return ScannedCandidates(self, ann.candidates(self.index, query, self.pool))
+        return ScannedCandidates(self, ann.candidates(self.index, query, self.pool, self.prefilter))
 
     def reads_as(self, other: CandidateScan) -> bool:
-        """The same codes (one snapshot: a refresh makes a new one), pool and space."""
-        return self.index is other.index and self.pool == other.pool and self.space == other.space
+        """The same codes (one snapshot: a refresh makes a new one), pool, prefilter and space."""
+        return (self.index is other.index and self.pool == other.pool and self.prefilter == other.prefilter
+                and self.space == other.space)
 
 
 @dataclass(frozen=True, eq=False)
@@ -209,12 +211,20 @@ class ScannedCandidates:
     ids: np.ndarray
 
 
+def rescore_pool(chosen: ann.AnnSettings, k: int) -> int:
+    """How many candidates a KNN of `k` over the code index ranks again by float vectors:
+    search.ann_rescore, or a quarter more than k (the int8 codes' top 64 held 0.998 of the exact
+    top 50 at 100k and 1M vectors, bench/ann_bench.py)."""
+    return max(chosen.rescore, int(k) + int(k) // 4)
+
+
 def candidate_scan(conn: apsw.Connection, k: int, space: vector_codes.VectorSpace = CHUNKS) -> CandidateScan | None:
     """The scan `knn(conn, query, k, space)` would run, or None when it would not use the code index."""
     index = ann.index_for(conn, space)
     if index is None:
         return None
-    return CandidateScan(index, max(ann.settings_of(conn).rescore, 2 * int(k)), space)
+    chosen = ann.settings_of(conn)
+    return CandidateScan(index, rescore_pool(chosen, k), chosen.prefilter, space)
 
 
 def knn(conn: apsw.Connection, query: np.ndarray, k: int, space: vector_codes.VectorSpace = CHUNKS,
@@ -254,10 +264,11 @@ def knn_within(conn: apsw.Connection, query: np.ndarray, k: int, allowed: tuple[
     allowed = allowed or (READABLE_CHUNK_VECTORS, ())
     index = ann.index_for(conn, space)
     if index is not None:
-        pool = max(ann.settings_of(conn).rescore, 2 * int(k))
+        chosen = ann.settings_of(conn)
+        pool = rescore_pool(chosen, k)
         count = pool
         for _ in range(ANN_WIDENINGS + 1):
-            found = ann.candidates(index, query, count)
+            found = ann.candidates(index, query, count, chosen.prefilter)
             passing = vector_codes.admitted(conn, found, allowed)
             kept = np.array([i for i in found if int(i) in passing], dtype=np.int64)
             if len(kept) >= pool or len(found) < count:  # the pool is full, or every vector was looked at
@@ -352,7 +363,8 @@ def _sampled_recall(conn: apsw.Connection, search_settings, model_id: str, space
     if not queries:
         return None
     chosen = ann.settings_of(conn)
-    ann.configure(conn, 1, search_settings.ann_rescore)  # the index whatever its size: its recall is asked
+    # The index whatever its size, searched as the searches do: its recall is asked.
+    ann.configure(conn, 1, search_settings.ann_rescore, search_settings.ann_prefilter)
     try:
         shares = []
         for query in queries:
@@ -362,7 +374,7 @@ def _sampled_recall(conn: apsw.Connection, search_settings, model_id: str, space
         if chosen is None:
             ann.forget(conn)
         else:
-            ann.configure(conn, chosen.min_vectors, chosen.rescore)
+            ann.configure(conn, chosen.min_vectors, chosen.rescore, chosen.prefilter)
     recall = float(np.mean(shares))
     vector_codes.save_recall(conn, recall, len(queries), source, space)
     return recall, len(queries)
