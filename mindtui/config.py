@@ -83,6 +83,8 @@ class SearchSettings:
     ann_min_vectors: int = setting(low=1)
     ann_rescore: int = setting(low=1, high=100_000)
     ann_prefilter: int = setting(low=0, high=1_000_000)
+    ann_note_rescore: int = setting(low=1, high=100_000)
+    ann_note_prefilter: int = setting(low=0, high=1_000_000)
     ann_recall_sample: int = setting(low=0, high=10_000)
     ann_recall_floor: float = setting(low=0.0, high=1.0)
     fusion: str = setting(choices=("convex", "rrf"))

@@ -11,10 +11,12 @@ import pytest
 from fakes import DeterministicFakeEmbedder
 
 from mindtui.audience import Audience
+from mindtui.config import load_settings
 from mindtui.graph.suggest import similar_notes
 from mindtui.models.sweep import run_embed_sweep
 from mindtui.store import ann, graph_store, open_database, vector_codes
 from mindtui.store import note_vectors as note_vector_store
+from mindtui.store import vectors as vector_store
 from mindtui.store.visibility import restrict
 
 from conftest import run_import
@@ -202,4 +204,26 @@ def test_a_spent_budget_leaves_note_vectors_for_the_next_run(vault, db_path):
     assert note_vector_store.refresh_note_vectors(conn, FAKE, until=0.0) == {"computed": 0, "kept": 0, "removed": 0,
                                                                             "left": 1}
     assert note_vector_store.refresh_note_vectors(conn, FAKE)["computed"] == 4
+    conn.close()
+
+
+def test_the_note_vectors_code_index_has_its_own_rescore_and_prefilter(vault, db_path):
+    """search.ann_note_rescore / ann_note_prefilter for the note vectors, the chunks' settings
+    for chunks: at a million chunks the chunks' int4 prefilter kept 0.69-0.80 of the note vectors'
+    exact top 50 (means of chunks crowd), every int8 code with 300 rescored 0.996. The nightly's
+    recall sample leaves both as it found them."""
+    swept(vault, db_path)
+    conn = open_database(db_path)
+    with conn:
+        vector_codes.build(conn, FAKE)
+        vector_codes.build(conn, FAKE, vector_codes.NOTES)
+    search = load_settings(overrides={"search": {"ann_min_vectors": 1, "ann_rescore": 64, "ann_prefilter": 500,
+                                                 "ann_note_rescore": 200, "ann_note_prefilter": 0}}).search
+    vector_store.use_code_index(conn, search)
+    notes_scan = vector_store.candidate_scan(conn, 10, vector_codes.NOTES)
+    chunks_scan = vector_store.candidate_scan(conn, 10)
+    assert (notes_scan.pool, notes_scan.prefilter) == (200, 0)
+    assert (chunks_scan.pool, chunks_scan.prefilter) == (64, 500)
+    vector_store.code_index_upkeep(conn, search, FAKE)  # samples the recall of both spaces
+    assert ann.settings_of(conn).of(vector_codes.NOTES).rescore == 200 and ann.settings_of(conn).rescore == 64
     conn.close()

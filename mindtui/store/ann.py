@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import apsw
 
@@ -53,14 +53,28 @@ class AnnSettings:
     min_vectors: int  # below: the exact sqlite-vec scan (fast enough, and exact)
     rescore: int  # candidates ranked again by their float vectors
     prefilter: int  # candidates of the int4 scan whose int8 codes are scanned again (0: every int8 code)
+    note_rescore: int | None = None  # the note vectors' own (None: as the chunks')
+    note_prefilter: int | None = None
+
+    def of(self, space: vector_codes.VectorSpace) -> "AnnSettings":
+        """The settings a search of `space` uses: the note vectors have their own rescore and
+        prefilter (search.ann_note_rescore / ann_note_prefilter: a note's vector is the mean of
+        its chunks', and the means crowd so closely that int4 codes lose their order)."""
+        if space != vector_codes.NOTES or self.note_rescore is None:
+            return self
+        return replace(self, rescore=self.note_rescore, prefilter=self.note_prefilter)
 
 
 _settings: "weakref.WeakKeyDictionary[apsw.Connection, AnnSettings]" = weakref.WeakKeyDictionary()
 
 
-def configure(conn: apsw.Connection, min_vectors: int, rescore: int, prefilter: int) -> None:
-    """Let this connection's vector searches use the code index (from search settings)."""
-    _settings[conn] = AnnSettings(int(min_vectors), int(rescore), int(prefilter))
+def configure(conn: apsw.Connection, min_vectors: int, rescore: int, prefilter: int,
+              note_rescore: int | None = None, note_prefilter: int | None = None) -> None:
+    """Let this connection's vector searches use the code index (from search settings; the note
+    vectors' rescore and prefilter default to the chunks')."""
+    _settings[conn] = AnnSettings(int(min_vectors), int(rescore), int(prefilter),
+                                  None if note_rescore is None else int(note_rescore),
+                                  int(prefilter if note_prefilter is None else note_prefilter))
 
 
 def forget(conn: apsw.Connection) -> None:

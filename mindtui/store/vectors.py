@@ -178,8 +178,14 @@ MAX_K = 4096  # sqlite-vec's limit on `k`
 def use_code_index(conn: apsw.Connection, search_settings) -> None:
     """This connection's searches use the code index from search.ann_min_vectors vectors on,
     rescoring search.ann_rescore candidates of the search.ann_prefilter the int4 scan passes on
-    (config/mindtui.yaml); an unconfigured connection always scans exactly."""
-    ann.configure(conn, search_settings.ann_min_vectors, search_settings.ann_rescore, search_settings.ann_prefilter)
+    (the note vectors: ann_note_rescore, ann_note_prefilter; config/mindtui.yaml); an
+    unconfigured connection always scans exactly."""
+    configure_code_index(conn, search_settings, search_settings.ann_min_vectors)
+
+
+def configure_code_index(conn: apsw.Connection, search_settings, min_vectors: int) -> None:
+    ann.configure(conn, min_vectors, search_settings.ann_rescore, search_settings.ann_prefilter,
+                  search_settings.ann_note_rescore, search_settings.ann_note_prefilter)
 
 
 CHUNKS, NOTES = vector_codes.CHUNKS, vector_codes.NOTES
@@ -223,7 +229,7 @@ def candidate_scan(conn: apsw.Connection, k: int, space: vector_codes.VectorSpac
     index = ann.index_for(conn, space)
     if index is None:
         return None
-    chosen = ann.settings_of(conn)
+    chosen = ann.settings_of(conn).of(space)
     return CandidateScan(index, rescore_pool(chosen, k), chosen.prefilter, space)
 
 
@@ -264,7 +270,7 @@ def knn_within(conn: apsw.Connection, query: np.ndarray, k: int, allowed: tuple[
     allowed = allowed or (READABLE_CHUNK_VECTORS, ())
     index = ann.index_for(conn, space)
     if index is not None:
-        chosen = ann.settings_of(conn)
+        chosen = ann.settings_of(conn).of(space)
         pool = rescore_pool(chosen, k)
         count = pool
         for _ in range(ANN_WIDENINGS + 1):
@@ -364,7 +370,7 @@ def _sampled_recall(conn: apsw.Connection, search_settings, model_id: str, space
         return None
     chosen = ann.settings_of(conn)
     # The index whatever its size, searched as the searches do: its recall is asked.
-    ann.configure(conn, 1, search_settings.ann_rescore, search_settings.ann_prefilter)
+    configure_code_index(conn, search_settings, 1)
     try:
         shares = []
         for query in queries:
@@ -374,7 +380,8 @@ def _sampled_recall(conn: apsw.Connection, search_settings, model_id: str, space
         if chosen is None:
             ann.forget(conn)
         else:
-            ann.configure(conn, chosen.min_vectors, chosen.rescore, chosen.prefilter)
+            ann.configure(conn, chosen.min_vectors, chosen.rescore, chosen.prefilter, chosen.note_rescore,
+                          chosen.note_prefilter)
     recall = float(np.mean(shares))
     vector_codes.save_recall(conn, recall, len(queries), source, space)
     return recall, len(queries)
