@@ -111,3 +111,23 @@ def test_best_rows_are_the_highest_scores(scores):
         rows = ann.best_rows(scores, count)
         assert len(set(rows.tolist())) == count
         assert np.array_equal(np.sort(scores[rows]), np.sort(scores)[len(scores) - count:])
+
+
+def test_the_int4_blocks_are_scored_on_two_threads_with_the_same_rows(conn, indexed, monkeypatch):
+    import threading
+
+    import numkong
+
+    ann.configure(conn, 1, 64, 300)
+    snapshot = ann.index_for(conn)
+    weighted = clustered(1, 12, 7)[0] * snapshot.params.scale
+    query = ann.coarse_query(weighted / np.abs(weighted).max())
+    threads = set()
+    real = numkong.dots_packed
+    monkeypatch.setattr(numkong, "dots_packed", lambda *a: threads.add(threading.get_ident()) or real(*a))
+    both = ann.coarse_scan(snapshot, query, 300)
+    assert len(threads) == 2 and len(snapshot.blocks) == 3
+    monkeypatch.setattr(ann, "COARSE_THREADS", 1)
+    threads.clear()
+    alone = ann.coarse_scan(snapshot, query, 300)
+    assert len(threads) == 1 and sorted(both.tolist()) == sorted(alone.tolist())

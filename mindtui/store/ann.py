@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import apsw
@@ -272,14 +273,41 @@ def coarse_scan(snapshot: _Snapshot, query_nibbles: np.ndarray, count: int) -> n
     """The rows of the `count` best int4 codes for the query, in no order. uint4 (each code + 8:
     numkong's uint4 products are a sixth faster than its int4 ones) scores a row
     sum((c + 8)(q + 8)) = c.q + 8 sum(q) + 8 sum(c + 8): less the row's offset, 8 sum(c + 8),
-    the int4 product up to the query's own constant."""
+    the int4 product up to the query's own constant. Every other block is scored on a second
+    thread (COARSE_THREADS)."""
     import numkong
 
     scores = np.empty(len(snapshot), dtype=np.int32)
-    for block in snapshot.blocks:
-        found = np.asarray(numkong.dots_packed(query_nibbles, block.packed)).view(np.int32)  # < 2**31
-        np.subtract(found[0, :block.stop - block.start], block.offsets, out=scores[block.start:block.stop])
+
+    def score(blocks) -> None:
+        for block in blocks:
+            found = np.asarray(numkong.dots_packed(query_nibbles, block.packed)).view(np.int32)  # < 2**31
+            np.subtract(found[0, :block.stop - block.start], block.offsets, out=scores[block.start:block.stop])
+
+    blocks = snapshot.blocks
+    if COARSE_THREADS > 1 and len(blocks) > 1:
+        other = _coarse_pool().submit(score, blocks[1::2])
+        score(blocks[0::2])
+        other.result()
+    else:
+        score(blocks)
     return best_rows(scores, count)
+
+
+# numkong's uint4 products let go of the GIL, so the int4 blocks are scored on two threads: a
+# million codes (16 blocks) 21 -> 11 ms on the idle 2-core machine, where one thread reads ~9 GB/s
+# and numpy's float scan, the yardstick, already uses both cores.
+COARSE_THREADS = 2
+_coarse_executor: ThreadPoolExecutor | None = None
+_coarse_lock = threading.Lock()
+
+
+def _coarse_pool() -> ThreadPoolExecutor:
+    global _coarse_executor
+    with _coarse_lock:
+        if _coarse_executor is None:
+            _coarse_executor = ThreadPoolExecutor(COARSE_THREADS - 1, thread_name_prefix="mindtui-int4")
+        return _coarse_executor
 
 
 SAMPLE_STEP = 16
