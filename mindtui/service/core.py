@@ -259,8 +259,7 @@ class Service:
             model_id = get_meta(conn, EMBEDDING_MODEL_KEY)
             coverage = vector_store.chunk_coverage(conn, model_id or "")
             runs = [run.__dict__ for run in job_store.recent_runs(conn, limit=len(JOBS["nightly"]))]  # one nightly's steps
-            version = schema_version(conn)
-            vault_root = get_meta(conn, VAULT_KEY)
+            version, vault_root = schema_version(conn), get_meta(conn, VAULT_KEY)
             db_bytes = store_bytes(conn)
             tuned = apply_learnt(conn, self.settings)
             vector_index, indexes_owed = vector_store.code_index_status(conn), deferred_indexes.owed(conn)
