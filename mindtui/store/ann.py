@@ -82,6 +82,11 @@ def forget(conn: apsw.Connection) -> None:
     _settings.pop(conn, None)
 
 
+def reuse(conn: apsw.Connection, chosen: AnnSettings) -> None:
+    """Give the connection settings it had before (settings_of), every field as it was."""
+    _settings[conn] = chosen
+
+
 def settings_of(conn: apsw.Connection) -> AnnSettings | None:
     return _settings.get(conn)
 

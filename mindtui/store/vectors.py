@@ -380,8 +380,7 @@ def _sampled_recall(conn: apsw.Connection, search_settings, model_id: str, space
         if chosen is None:
             ann.forget(conn)
         else:
-            ann.configure(conn, chosen.min_vectors, chosen.rescore, chosen.prefilter, chosen.note_rescore,
-                          chosen.note_prefilter)
+            ann.reuse(conn, chosen)
     recall = float(np.mean(shares))
     vector_codes.save_recall(conn, recall, len(queries), source, space)
     return recall, len(queries)
