@@ -122,11 +122,13 @@ def agent_search(db: Path) -> list[tuple]:
     return [(r.path, r.score, r.explain.get("fts")) for r in found]
 
 
-def test_anchor_rows_give_an_ambiguous_links_line_to_its_sole_readable_candidate_through_every_change(tmp_path):
+def imported_steps(tmp_path: Path, files: dict[str, str], steps: list[tuple[str, dict, object]]):
+    """Each step's change written to one vault and imported into one store, which then equals
+    the same store brought forward by an import relinking every note (and its anchor rows those
+    of a clean import). Yields (what, the files now, the store, the step's expectation)."""
     vault = Vault(tmp_path / "vault")
     db, everything = tmp_path / "mindtui.db", tmp_path / "everything.db"
-    files = start()
-    for what, change, anchored in steps():
+    for what, change, expected in steps:
         for path, text in change.items():
             if text is None:
                 del files[path]
@@ -147,7 +149,11 @@ def test_anchor_rows_give_an_ambiguous_links_line_to_its_sole_readable_candidate
             assert dump_database(db) == dump_database(everything), what
             assert anchor_rows(db) == anchor_rows(everything), what
         assert anchor_rows(db) == anchor_rows(clean_import(tmp_path / "clean", files)), what
+        yield what, files, db, expected
 
+
+def test_anchor_rows_give_an_ambiguous_links_line_to_its_sole_readable_candidate_through_every_change(tmp_path):
+    for what, files, db, anchored in imported_steps(tmp_path, start(), steps()):
         without = clean_import(tmp_path / "without", {p: t for p, t in files.items() if not hidden(t)})
         seen = agent_search(db)
         assert seen == agent_search(without), what

@@ -10,8 +10,11 @@ agent) gets one row in chunks_fts, rowid = -anchor_id, the analyzed lines in the
 The rows are built as an agent sees the links (store.visibility), for the owner too: a link that
 only hidden notes make ambiguous (among one note agents may read and hidden ones) gives its line
 to that one note, as it would resolve without them; otherwise a hidden note's existence would
-move the visible note's full-text score. So a row also depends on the candidates of the
-ambiguous links that name its note: a change of one's privacy refreshes the others' rows.
+move the visible note's full-text score. Likewise a link whose target agents may not read gives its
+line (besides to that target's row, the owner's) to the note a later rule finds, as the vault
+without the target resolves it (note_links.fallback: `[[Same]]` to a hidden `Same.md` at the top,
+and `folder1/Same.md`). So a row also depends on the other notes such links name: a change of
+one's privacy refreshes the others' rows.
 """
 
 from __future__ import annotations
@@ -30,9 +33,27 @@ from mindtui.text.analysis import ANALYZER_VERSION
 PAGE_NOTES = 2000  # notes whose anchor rows one query refreshes
 
 
+def _sole_open(notes: str) -> str:
+    """SQL: the one note agents may read among `notes` (a JSON array of note ids; else NULL)."""
+    return (f"(SELECT CASE WHEN count(*) = 1 THEN max(c.note_id) END FROM json_each({notes}) j"
+            f" JOIN main.notes c ON c.note_id = j.value WHERE {open_to_agents('c')})")
+
+
 # SQL: an ambiguous link `l`'s one candidate agents may read when all its others are hidden (else NULL).
-_SOLE_OPEN_CANDIDATE = ("(SELECT CASE WHEN count(*) = 1 THEN max(c.note_id) END FROM json_each(l.candidates) j"
-                        f" JOIN main.notes c ON c.note_id = j.value WHERE {open_to_agents('c')})")
+_SOLE_OPEN_CANDIDATE = _sole_open("l.candidates")
+# SQL: whether agents may read none of the notes that decide link `l` (its target, or candidates).
+_NONE_OPEN = ("NOT EXISTS (SELECT 1 FROM main.notes c WHERE (c.note_id = l.resolved_note_id OR c.note_id IN"
+              f" (SELECT value FROM json_each(l.candidates))) AND {open_to_agents('c')})")
+# SQL: the first of link `l`'s later rules (note_links.fallback) with a note agents may read.
+_OPEN_FALLBACK = (f"(SELECT t.value FROM json_each(l.fallback) t WHERE EXISTS (SELECT 1 FROM json_each(t.value) j"
+                  f" JOIN main.notes c ON c.note_id = j.value WHERE {open_to_agents('c')}) ORDER BY t.key LIMIT 1)")
+
+
+def link_notes(link: LinkRecord) -> tuple[str, ...]:
+    """Every note a link may name to some reader: its target, an ambiguous link's candidates, the
+    notes of its later rules (note_links.fallback)."""
+    return ((link.resolved_note_id,) if link.resolved_note_id else ()) + link.candidates + tuple(
+        note_id for tier in link.fallback for note_id in tier)
 
 
 def incoming_lines(conn: apsw.Connection,
@@ -50,8 +71,13 @@ def incoming_lines(conn: apsw.Connection,
                 " WHERE resolution = 'resolved')")
     ambiguous = (f"(SELECT l.note_id, l.seq, l.evidence, l.target_raw, {_SOLE_OPEN_CANDIDATE} AS target"
                  " FROM main.note_links l WHERE l.resolution = 'ambiguous')")
-    rows = conn.execute(f"{arm.format(links=resolved)} UNION ALL {arm.format(links=ambiguous)} ORDER BY 1, 5, 6",
-                        args + args)
+    # A link whose target (or every candidate) agents may not read gives its line as the vault
+    # without them would: to the one readable note of its first later rule with one. The hidden
+    # target keeps it too (the owner's search): agents never read that row.
+    fallback = (f"(SELECT l.note_id, l.seq, l.evidence, l.target_raw, {_sole_open(_OPEN_FALLBACK)} AS target"
+                f" FROM main.note_links l WHERE l.fallback != '[]' AND {_NONE_OPEN})")
+    rows = conn.execute(f"{arm.format(links=resolved)} UNION ALL {arm.format(links=ambiguous)}"
+                        f" UNION ALL {arm.format(links=fallback)} ORDER BY 1, 5, 6", args * 3)
     for target, lang, evidence, written, _, _ in rows:
         lines.setdefault(target, (lang, []))[1].append((evidence, written))
     return lines
@@ -59,12 +85,11 @@ def incoming_lines(conn: apsw.Connection,
 
 def given_lines(note_id: str, links: Iterable[LinkRecord]) -> list[tuple]:
     """The (seq, target id, evidence line, target as written) a note's links may give anchor rows:
-    a resolved link's to its target, an ambiguous one's to each candidate (which one gets it, if
-    any, depends on the candidates' privacy); never to the note itself."""
+    a resolved link's to its target, an ambiguous one's to each candidate, either's to the notes
+    of its later rules (which ones get it depends on their privacy); never to the note itself."""
     return [(l.seq, target, l.evidence, l.target_raw) for l in links
-            for target in ((l.resolved_note_id,) if l.resolution == "resolved" else
-                           sorted(l.candidates) if l.resolution == "ambiguous" else ())
-            if target != note_id]
+            if l.resolution in ("resolved", "ambiguous")
+            for target in dict.fromkeys(link_notes(l)) if target != note_id]
 
 
 def outgoing_lines(conn: apsw.Connection, note_id: str) -> tuple[str, list[tuple]] | None:
@@ -84,11 +109,18 @@ def given_targets(conn: apsw.Connection, note_ids: Iterable[str]) -> set[str]:
 
 
 def _with_namesakes(conn: apsw.Connection, only: set[str]) -> set[str]:
-    """`only` and the other candidates of the ambiguous links naming one of them: whether such a
-    link gives its line to a note depends on the privacy of the others."""
+    """`only` and the other notes named by the ambiguous links, and the links with later rules,
+    that name one of them (link_notes): whether such a link gives its line to a note depends on
+    the privacy of the others."""
+    named = ("SELECT l.note_id, l.seq, c.value AS member FROM main.note_links l, json_each(l.candidates) c"
+             " WHERE l.resolution = 'ambiguous'"
+             " UNION ALL SELECT l.note_id, l.seq, l.resolved_note_id FROM main.note_links l"
+             " WHERE l.fallback != '[]' AND l.resolved_note_id IS NOT NULL"
+             " UNION ALL SELECT l.note_id, l.seq, j.value FROM main.note_links l, json_each(l.fallback) t,"
+             " json_each(t.value) j WHERE l.fallback != '[]'")
     return only | {note_id for (note_id,) in conn.execute(
-        "SELECT DISTINCT c.value FROM main.note_links l, json_each(l.candidates) c WHERE l.resolution = 'ambiguous'"
-        " AND EXISTS (SELECT 1 FROM json_each(l.candidates) j WHERE j.value IN (SELECT value FROM json_each(?)))",
+        f"WITH named AS MATERIALIZED ({named}) SELECT DISTINCT m.member FROM named m JOIN named o"
+        " ON o.note_id = m.note_id AND o.seq = m.seq WHERE o.member IN (SELECT value FROM json_each(?))",
         (json.dumps(sorted(only)),))}
 
 

@@ -84,6 +84,9 @@ class LinkRecord:
     resolved_note_id: str | None
     detail: str
     candidates: tuple[str, ...] = ()  # an ambiguous link's notes (their ids, sorted)
+    # A resolved or ambiguous link's later rules' notes (NameIndex.fallback): what it means to an
+    # agent that may see none of its target or candidates.
+    fallback: tuple[tuple[str, ...], ...] = ()
 
     @property
     def target_note_id(self) -> str:  # the vault.edges ResolvedReference protocol
@@ -147,12 +150,12 @@ def insert_chunks(conn: apsw.Connection, note_id: str, chunks: Iterable[ChunkRec
 def insert_links(conn: apsw.Connection, note_id: str, links: Iterable[LinkRecord]) -> None:
     conn.executemany(
         "INSERT INTO note_links (note_id, seq, relation, signal, rule_id, confidence, target_raw,"
-        " target_path, subpath, is_embed, line, evidence, resolution, resolved_note_id, detail, candidates)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        " target_path, subpath, is_embed, line, evidence, resolution, resolved_note_id, detail, candidates,"
+        " fallback) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         [
             (note_id, l.seq, l.relation, l.signal, l.rule_id, l.confidence, l.target_raw, l.target_path,
              l.subpath, int(l.is_embed), l.line, l.evidence, l.resolution, l.resolved_note_id, l.detail,
-             json.dumps(list(l.candidates)))
+             json.dumps(list(l.candidates)), _fallback_json(l))
             for l in links
         ],
     )
@@ -174,13 +177,14 @@ def links_of(conn: apsw.Connection, note_ids: Iterable[str]) -> dict[str, list[L
 def _grouped_links(conn: apsw.Connection, where: str, args: tuple) -> dict[str, list[LinkRecord]]:
     sql = (
         "SELECT note_id, seq, relation, signal, rule_id, confidence, target_raw, target_path, subpath,"
-        " is_embed, line, evidence, resolution, resolved_note_id, detail, candidates FROM note_links" + where
+        " is_embed, line, evidence, resolution, resolved_note_id, detail, candidates, fallback FROM note_links" + where
     )
     grouped: dict[str, list[LinkRecord]] = {}
     for row in conn.execute(sql + " ORDER BY note_id, seq", args):
         grouped.setdefault(row[0], []).append(
             LinkRecord(row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], bool(row[9]),
-                       row[10], row[11], row[12], row[13], row[14], tuple(json.loads(row[15])))
+                       row[10], row[11], row[12], row[13], row[14], tuple(json.loads(row[15])),
+                       () if row[16] == "[]" else tuple(tuple(tier) for tier in json.loads(row[16])))
         )
     return grouped
 
@@ -198,10 +202,15 @@ def note_names(conn: apsw.Connection) -> Iterator[tuple[str, str, list[str]]]:
 
 def update_link_resolutions(conn: apsw.Connection, note_id: str, links: Iterable[LinkRecord]) -> None:
     conn.executemany(
-        "UPDATE note_links SET resolution = ?, resolved_note_id = ?, detail = ?, candidates = ?"
+        "UPDATE note_links SET resolution = ?, resolved_note_id = ?, detail = ?, candidates = ?, fallback = ?"
         " WHERE note_id = ? AND seq = ?",
-        [(l.resolution, l.resolved_note_id, l.detail, json.dumps(list(l.candidates)), note_id, l.seq) for l in links],
+        [(l.resolution, l.resolved_note_id, l.detail, json.dumps(list(l.candidates)), _fallback_json(l), note_id,
+          l.seq) for l in links],
     )
+
+
+def _fallback_json(link: LinkRecord) -> str:
+    return json.dumps([list(tier) for tier in link.fallback])
 
 
 def touch_note(conn: apsw.Connection, note_id: str, size: int, mtime_ns: int) -> None:

@@ -10,9 +10,10 @@ the day it is written. What an agent connection never sees:
 - notes that are private or have `ai_processing: none`, their chunks (so full-text and vector
   hits of them map to nothing), their references and every edge that touches them;
 - their effect on what it sees: a link is what it would be without them (to a hidden note:
-  missing; ambiguous between one visible note and hidden ones: resolved to the visible one,
-  with the edges the importer gives a resolved link), so no count and no edge moves with a
-  hidden note;
+  missing, or what a later rule finds, as `[[Same]]` to a hidden `Same.md` at the top resolves to
+  a visible `folder1/Same.md`; ambiguous between one visible note and hidden ones: resolved to
+  the visible one; each with the edges the importer gives a resolved link), so no count and no
+  edge moves with a hidden note;
 - change-graph nodes outside the index (`path:...`: their privacy is unknown, so fail-closed);
   the change edges of a hidden work log (each is owned by its log; one with no owner, fail-closed);
   change-graph evidence is cut to the session keys (the work-log row may name hidden notes);
@@ -96,7 +97,7 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
         "superseded_by": "CASE WHEN EXISTS (SELECT 1 FROM main.knowledge_items s WHERE s.item_id = k.superseded_by"
                          f" AND {_visible_item('s')}) THEN k.superseded_by END"})
     # A link is to an agent what it would be without the notes it may not see: one that resolves
-    # to a hidden note is missing; an ambiguous one among visible and hidden notes resolves to the
+    # to a hidden note is missing (unless a later rule finds another, below); an ambiguous one among visible and hidden notes resolves to the
     # one visible candidate (is `self` when that is the linking note), is missing with none, stays
     # ambiguous with several.
     visible_candidates = f"(SELECT count(*) FROM json_each(l.candidates) j WHERE {_visible('j.value')})"
@@ -106,11 +107,23 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
     # An ambiguous link's one visible candidate (NULL: none, or several); with one, the others are hidden.
     sole_visible = (f"(SELECT CASE WHEN count(*) = 1 THEN max(j.value) END FROM json_each(l.candidates) j"
                     f" WHERE {_visible('j.value')})")
-    resolved_for_agent = (f"CASE WHEN {to_hidden} THEN NULL WHEN l.resolution = 'ambiguous' THEN {sole_visible}"
-                          " ELSE l.resolved_note_id END")
+    # When the agent may see none of the notes that decide a link (its target, or candidates), a
+    # later rule decides, as in the vault without them (note_links.fallback, NameIndex.fallback):
+    # the first with a note the agent may see; resolved to that one, ambiguous among several.
+    blocked = (f"(l.fallback != '[]' AND ({to_hidden} OR (l.resolution = 'ambiguous'"
+               f" AND {visible_candidates} = 0)))")
+    later_rule = (f"(SELECT t.value FROM json_each(l.fallback) t WHERE EXISTS (SELECT 1 FROM json_each(t.value) j"
+                  f" WHERE {_visible('j.value')}) ORDER BY t.key LIMIT 1)")
+    later_sole = (f"(SELECT CASE WHEN count(*) = 1 THEN max(j.value) END FROM json_each({later_rule}) j"
+                  f" WHERE {_visible('j.value')})")
+    resolved_for_agent = (f"CASE WHEN {blocked} THEN {later_sole} WHEN {to_hidden} THEN NULL"
+                          f" WHEN l.resolution = 'ambiguous' THEN {sole_visible} ELSE l.resolved_note_id END")
     link_columns = _columns(conn, "note_links", "l", {
-        "detail": "''", "candidates": "'[]'",
-        "resolution": f"CASE WHEN {to_hidden} THEN 'missing' WHEN {hidden_candidate} THEN CASE WHEN"
+        "detail": "''", "candidates": "'[]'", "fallback": "'[]'",
+        "resolution": f"CASE WHEN {blocked} THEN CASE WHEN {later_rule} IS NULL THEN 'missing'"
+                      f" WHEN {later_sole} = l.note_id THEN 'self' WHEN {later_sole} IS NOT NULL THEN 'resolved'"
+                      f" ELSE 'ambiguous' END"
+                      f" WHEN {to_hidden} THEN 'missing' WHEN {hidden_candidate} THEN CASE WHEN"
                       f" {visible_candidates} = 0 THEN 'missing' WHEN {sole_visible} = l.note_id THEN 'self'"
                       f" WHEN {sole_visible} IS NOT NULL THEN 'resolved' ELSE 'ambiguous' END ELSE l.resolution END",
         "resolved_note_id": resolved_for_agent})
@@ -120,9 +133,12 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
     # evidence counts). Materialized CTEs of the few ambiguous links, not the note_links view: an
     # edges query is compiled again for each new bound value pushed into a window, a LEFT JOIN or
     # next to a WHERE EXISTS (0.3 ms for this SQL; the edges view used to compile in 0.02 ms).
-    ambiguous = ("SELECT l.note_id, l.seq, l.relation, l.rule_id, l.confidence, l.signal, l.evidence,"
-                 f" {sole_visible} AS target FROM main.note_links l WHERE l.resolution = 'ambiguous'"
-                 f" AND {_visible('l.note_id')}")
+    # The links a later rule decides for the agent (`blocked`) are among these two (each read by its index).
+    linked = "SELECT l.note_id, l.seq, l.relation, l.rule_id, l.confidence, l.signal, l.evidence,"
+    ambiguous = (f"{linked} CASE WHEN {blocked} THEN {later_sole} ELSE {sole_visible} END AS target"
+                 f" FROM main.note_links l WHERE l.resolution = 'ambiguous' AND {_visible('l.note_id')}"
+                 f" UNION ALL {linked} {later_sole} AS target FROM main.note_links l WHERE l.fallback != '[]'"
+                 f" AND l.resolution != 'ambiguous' AND {blocked} AND {_visible('l.note_id')}")
     same_key = ("a.source_id = e.source_id AND a.target_id = e.target_id AND a.kind = e.kind AND a.scope = e.scope"
                 " AND a.rule_id = e.rule_id")
     added_columns = _columns(conn, "edges", "a", {
@@ -205,16 +221,19 @@ def audience_of(conn: apsw.Connection) -> Audience:
 
 
 def _note_names(rows) -> set[str]:
+    """Title, aliases, and every path suffix down to the file name (`[[Sub/Note]]` reaches `A/Sub/Note`)."""
     names: set[str] = set()
     for title, aliases, path in rows:
-        stem = path[:-3] if path.lower().endswith(".md") else path
-        names.update(exact_key(name) for name in [title, stem, stem.rpartition("/")[2], *json.loads(aliases)])
+        parts = (path[:-3] if path.lower().endswith(".md") else path).split("/")
+        suffixes = ["/".join(parts[i:]) for i in range(len(parts))]
+        names.update(exact_key(name) for name in [title, *suffixes, *json.loads(aliases)])
     return names
 
 
 def hidden_note_names(conn: apsw.Connection) -> frozenset[str]:
-    """Every name a link could use for a note an agent may not see (title, aliases, vault path and
-    file name without `.md`, compared as `exact_key`) and no visible note has: what the service
+    """Every name a link could use for a note an agent may not see (title, aliases, vault path
+    without `.md` and each of its suffixes down to the file name, compared as `exact_key`) and no
+    visible note has: what the service
     redacts from text it hands an agent. A name a visible note shares is the visible note's to
     the agent (its links resolve to it): redacted, it would tell that a hidden note bears it.
     Reads `main.notes` on purpose: only this module knows who is hidden."""

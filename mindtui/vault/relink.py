@@ -23,6 +23,7 @@ import apsw
 from mindtui.progress import CancelToken
 from mindtui.store import edges as edge_store
 from mindtui.store import notes as note_store
+from mindtui.store.anchors import link_notes
 from mindtui.store.batch import WriteBatches, write_batches
 from mindtui.store.meta import get_meta, set_meta
 from mindtui.vault.edges import reference_edges
@@ -87,8 +88,8 @@ def relink_notes(conn: apsw.Connection, registry: TypeRegistry, names: NameIndex
                  anchored: set[str] | None) -> None:
     """Re-resolve the references of notes not rewritten in this run (of all, or of those naming
     `changed_names`), a page of notes at a time; rewrite the edges of those whose targets
-    changed (a target appeared, vanished, or became ambiguous). Their targets and ambiguous
-    links' candidates, before and after, join `anchored` (the notes whose anchor rows the
+    changed (a target appeared, vanished, or became ambiguous). Every note their links name
+    (store.anchors.link_notes), before and after, joins `anchored` (the notes whose anchor rows the
     import refreshes; None: all)."""
     if changed_names is not None and not changed_names:
         return  # nothing was written or deleted: every reference resolves as it did
@@ -110,13 +111,13 @@ def _relink_note(conn: apsw.Connection, registry: TypeRegistry, batches: WriteBa
                  anchored: set[str] | None) -> bool:
     """Whether the note's references resolve differently now (then they and its edges are rewritten)."""
     fresh = resolve_links(links, note_id, path, names)
-    if all((a.resolution, a.resolved_note_id, a.detail, a.candidates)
-           == (b.resolution, b.resolved_note_id, b.detail, b.candidates) for a, b in zip(links, fresh)):
+    if all((a.resolution, a.resolved_note_id, a.detail, a.candidates, a.fallback)
+           == (b.resolution, b.resolved_note_id, b.detail, b.candidates, b.fallback) for a, b in zip(links, fresh)):
         return False
     resolved = [l for l in fresh if l.resolution == "resolved"]
     edges = reference_edges(note_id, note_type, registry.note_type(note_type).edge_defaults, resolved)
     if anchored is not None:
-        anchored |= {target for l in links + fresh for target in (l.resolved_note_id, *l.candidates) if target}
+        anchored |= {target for l in links + fresh for target in link_notes(l) if target}
     batches.ensure_open()
     note_store.update_link_resolutions(conn, note_id, fresh)
     edge_store.delete_reference_edges(conn, note_id)

@@ -109,15 +109,36 @@ class NameIndex:
         """The notes whose `aliases` name the target (which does not make it resolve)."""
         return sorted(set(self.by_alias.get(stem_key(target_path), ())))
 
-    def _matches(self, key: str, source_path: str) -> tuple[str, list[str]]:
-        if key in self.by_path:
-            return "path", self.by_path[key]
+    def fallback(self, target_path: str, source_path: str) -> tuple[tuple[str, ...], ...]:
+        """What the link would mean without the notes the rule that decides found (see matches):
+        the notes of each later rule that matches the target, in rule order, each sorted, less
+        those an earlier rule found (the link reaches a later rule only when those are gone);
+        rules left with none are left out. To an agent that may see none of the deciding notes,
+        the link is the first of these with a note it may see (store.visibility)."""
+        seen: set[str] = set()
+        tiers: list[tuple[str, ...]] = []
+        for _, found in self._tiers(stem_key(target_path), source_path):
+            fresh = tuple(sorted(set(found) - seen))
+            if fresh:
+                tiers.append(fresh)
+                seen.update(fresh)
+        return tuple(tiers[1:])
+
+    def _tiers(self, key: str, source_path: str) -> list[tuple[str, list[str]]]:
+        """(how, note ids) of every rule in the order Obsidian tries them: the first with a note decides."""
+        tiers = [("path", self.by_path.get(key, []))]
         relative = _relative(key, source_path)
-        if relative is not None and relative in self.by_path:
-            return "relative path", self.by_path[relative]
+        if relative is not None:
+            tiers.append(("relative path", self.by_path.get(relative, [])))
         if "/" in key:
-            return "path suffix", self.by_suffix.get(key, [])
-        return "file name", self.by_name.get(key, [])
+            tiers.append(("path suffix", self.by_suffix.get(key, [])))
+        else:
+            tiers.append(("file name", self.by_name.get(key, [])))
+        return tiers
+
+    def _matches(self, key: str, source_path: str) -> tuple[str, list[str]]:
+        tiers = self._tiers(key, source_path)
+        return next(((how, found) for how, found in tiers if found), tiers[-1])
 
     def _resolve_note(self, key: str, source_path: str) -> Resolution | None:
         how, found = self._matches(key, source_path)

@@ -1,0 +1,112 @@
+"""A link whose target an agent may not see is, to the agent, what a later rule finds: in the
+vault without that note, `[[Gleich]]` resolves by file name to `Ordner/Gleich.md` when the note
+that wins by path (`Gleich.md` at the top) is private; `[[Sub2/Ziel]]` by path suffix, `[[Nah]]`
+from `Top/` by file name. An agent's graph and full-text ranking must be those of the vault
+without the hidden notes (note_links.fallback, store.visibility, store.anchors), through every
+incremental import.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_anchor_ambiguous import WORD, agent_search, clean_import, hidden, imported_steps, note
+
+from mindtui.audience import Audience
+from mindtui.config import load_settings
+from mindtui.mcp import tools
+from mindtui.models.holder import ModelHolder
+from mindtui.service import Service
+from mindtui.store import open_database
+
+LINKING = ("A", "B", "Top/Rel")  # the notes whose links the steps move
+NAMED = ("Gleich.md", "Ziel.md", "Nah.md")  # file names of the notes they link to (no text holds WORD)
+PRIVATE, NO_AI = "private: true", "ai_processing: none"
+
+
+def start() -> dict[str, str]:
+    """The linking lines differ in length: no two anchor rows tie in BM25 (a tie is ordered by
+    row id, which tells the order of imports, not the hidden notes)."""
+    return {"A.md": note("A", f"Verweis {WORD} auf [[Gleich]].\n\nSonst nichts."),
+            "Gleich.md": note("Gleich", "Oben.", PRIVATE),
+            "Ordner/Gleich.md": note("Gleich", "Im Ordner."),
+            "Fuell.md": note("Fuell", f"Ein {WORD} und viel anderes Wetter."),
+            **{f"Andere/N{n}.md": note(f"N{n}", f"Nur Text {n}.") for n in range(4)}}
+
+
+def steps() -> list[tuple[str, dict, set[str]]]:
+    """(what, the files it writes (None: deletes), the NAMED notes an agent finds by WORD)."""
+    gleich = "Ordner/Gleich.md"
+    return [
+        ("the start: the top Gleich private", {}, {gleich}),
+        ("the top Gleich readable", {"Gleich.md": note("Gleich", "Oben.")}, {"Gleich.md"}),
+        ("the top Gleich ai_processing: none", {"Gleich.md": note("Gleich", "Oben.", NO_AI)}, {gleich}),
+        ("Ordner/Gleich private too", {gleich: note("Gleich", "Im Ordner.", PRIVATE)}, set()),
+        ("Ordner/Gleich readable and a second readable one",
+         {gleich: note("Gleich", "Im Ordner, offen."), "Weiter/Gleich.md": note("Gleich", "Weiter.")}, set()),
+        ("the second one deleted", {"Weiter/Gleich.md": None}, {gleich}),
+        ("Ordner/Gleich renamed", {gleich: None, "Neu/Gleich.md": note("Gleich", "Im Ordner, offen.")},
+         {"Neu/Gleich.md"}),
+        ("the top Gleich deleted", {"Gleich.md": None}, {"Neu/Gleich.md"}),
+        ("the top Gleich back, private", {"Gleich.md": note("Gleich", "Wieder oben.", PRIVATE)}, {"Neu/Gleich.md"}),
+        ("B links by path, its note private", {"B.md": note("B", f"Auch {WORD} bei [[Sub2/Ziel]], mit mehr Worten im Satz."),
+                                               "Sub2/Ziel.md": note("Ziel", "Genau.", PRIVATE),
+                                               "X/Sub2/Ziel.md": note("Ziel", "Darunter.")},
+         {"Neu/Gleich.md", "X/Sub2/Ziel.md"}),
+        ("the path's note readable", {"Sub2/Ziel.md": note("Ziel", "Genau, offen.")},
+         {"Neu/Gleich.md", "Sub2/Ziel.md"}),
+        ("Top/Rel links by its folder, that note private", {"Top/Rel.md": note("Rel", f"Nah {WORD}: [[Nah]], ein Satz mit noch mehr Worten als der von B."),
+                                                            "Top/Nah.md": note("Nah", "Nebenan.", NO_AI),
+                                                            "Weit/Nah.md": note("Nah", "Weit weg.")},
+         {"Neu/Gleich.md", "Sub2/Ziel.md", "Weit/Nah.md"}),
+        ("the folder's note renamed away", {"Top/Nah.md": None, "Top/Fern.md": note("Fern", "Nebenan.", NO_AI)},
+         {"Neu/Gleich.md", "Sub2/Ziel.md", "Weit/Nah.md"}),
+        ("A private", {"A.md": note("A", f"Verweis {WORD} auf [[Gleich]].", PRIVATE)},
+         {"Sub2/Ziel.md", "Weit/Nah.md"}),
+        ("A readable, its line edited", {"A.md": note("A", f"Nun {WORD} anders zu [[Gleich]] hin, ganz anders als vorher.")},
+         {"Neu/Gleich.md", "Sub2/Ziel.md", "Weit/Nah.md"}),
+    ]
+
+
+def agent_view(db: Path) -> dict:
+    """What an agent reads of the linking notes: their links' rows, the edge count, their neighbours."""
+    conn = open_database(db, audience=Audience.AGENT)
+    try:
+        paths = dict(conn.execute("SELECT note_id, path FROM notes"))
+        links = [(paths[s], seq, resolution, paths.get(target)) for s, seq, resolution, target in conn.execute(
+            "SELECT note_id, seq, resolution, resolved_note_id FROM note_links ORDER BY 1, 2")]
+        edges = conn.execute("SELECT count(*) FROM edges").fetchone()[0]
+    finally:
+        conn.close()
+    settings = load_settings().with_values({"db": str(db)})
+    with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
+        neighbours = {n: tools.neighbors(agent, {"note": n}, "scout")["groups"] for n in LINKING
+                      if f"{n}.md" in paths.values()}
+    return {"neighbours": without_ids(neighbours), "links": links, "edges": edges}
+
+
+def without_ids(value):
+    """A renamed note keeps its id; the vault imported afresh gives it one from its path."""
+    if isinstance(value, dict):
+        return {k: without_ids(v) for k, v in value.items() if k not in ("id", "from")}
+    if isinstance(value, list):
+        return [without_ids(v) for v in value]
+    return value
+
+
+def test_a_link_to_a_hidden_note_is_to_an_agent_what_a_later_rule_finds_through_every_change(tmp_path):
+    for what, files, db, found in imported_steps(tmp_path, start(), steps()):
+        without = clean_import(tmp_path / "without", {p: t for p, t in files.items() if not hidden(t)})
+        # Path and score: rows tied in BM25 keep their row ids' order in the full-text list (its
+        # `rank`), and row ids tell the order of imports, not the hidden notes.
+        seen = agent_search(db)
+        assert [(path, score) for path, score, _ in seen] == [
+            (path, score) for path, score, _ in agent_search(without)], what
+        assert {path for path, _, _ in seen if path.rpartition("/")[2] in NAMED} == found, what
+        view = agent_view(db)
+        assert json.dumps(view, sort_keys=True, default=str) == json.dumps(agent_view(without), sort_keys=True,
+                                                                           default=str), what
+        if "A" in view["neighbours"] and found & {"Ordner/Gleich.md", "Neu/Gleich.md"}:
+            assert [n["path"] for n in view["neighbours"]["A"]["links_out"]] == sorted(
+                found & {"Ordner/Gleich.md", "Neu/Gleich.md"}), what
