@@ -97,9 +97,9 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
         "superseded_by": "CASE WHEN EXISTS (SELECT 1 FROM main.knowledge_items s WHERE s.item_id = k.superseded_by"
                          f" AND {_visible_item('s')}) THEN k.superseded_by END"})
     # A link is to an agent what it would be without the notes it may not see: one that resolves
-    # to a hidden note is missing (unless a later rule finds another, below); an ambiguous one among visible and hidden notes resolves to the
-    # one visible candidate (is `self` when that is the linking note), is missing with none, stays
-    # ambiguous with several.
+    # to a hidden note is missing (unless a later rule finds another, below); an ambiguous one
+    # among visible and hidden notes resolves to the one visible candidate (is `self` when that
+    # is the linking note), is missing with none, stays ambiguous with several.
     visible_candidates = f"(SELECT count(*) FROM json_each(l.candidates) j WHERE {_visible('j.value')})"
     hidden_candidate = (f"(l.resolution = 'ambiguous' AND EXISTS (SELECT 1 FROM json_each(l.candidates) j"
                         f" WHERE NOT {_visible('j.value')}))")
