@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import threading
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import apsw
 
 from mindtui.lazy_import import lazy_module
-from mindtui.store import vector_codes
+from mindtui.store import helper_threads, vector_codes
 
 np = lazy_module("numpy")  # a full-text search never imports it (see lazy_import)
 
@@ -291,7 +290,7 @@ def coarse_scan(snapshot: _Snapshot, query_nibbles: np.ndarray, count: int) -> n
 
     blocks = snapshot.blocks
     if COARSE_THREADS > 1 and len(blocks) > 1:
-        other = _coarse_pool().submit(score, blocks[1::2])
+        other = helper_threads.pool("int4", COARSE_THREADS - 1).submit(score, blocks[1::2])
         score(blocks[0::2])
         other.result()
     else:
@@ -303,16 +302,6 @@ def coarse_scan(snapshot: _Snapshot, query_nibbles: np.ndarray, count: int) -> n
 # million codes (16 blocks) 21 -> 11 ms on the idle 2-core machine, where one thread reads ~9 GB/s
 # and numpy's float scan, the yardstick, already uses both cores.
 COARSE_THREADS = 2
-_coarse_executor: ThreadPoolExecutor | None = None
-_coarse_lock = threading.Lock()
-
-
-def _coarse_pool() -> ThreadPoolExecutor:
-    global _coarse_executor
-    with _coarse_lock:
-        if _coarse_executor is None:
-            _coarse_executor = ThreadPoolExecutor(COARSE_THREADS - 1, thread_name_prefix="mindtui-int4")
-        return _coarse_executor
 
 
 SAMPLE_STEP = 16

@@ -31,6 +31,7 @@ class _TableStats:
     rows: int = 0
     matching: dict[str, int] = field(default_factory=dict)  # term -> rows it matches
     answers: OrderedDict = field(default_factory=OrderedDict)  # ranked answers (fts_split), oldest first
+    shares: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # parts -> rowid ranges (fts_parallel)
 
 
 _STATS: "weakref.WeakKeyDictionary[apsw.Connection, _TableStats]" = weakref.WeakKeyDictionary()
@@ -72,8 +73,13 @@ def _stats(conn: apsw.Connection) -> _TableStats:
     if stats.cookie != cookie or cookie is None:
         first = conn.execute(f"SELECT {_ROW_COUNT}(chunks_fts) FROM chunks_fts LIMIT 1").fetchone()
         stats.cookie, stats.rows, stats.matching = cookie, first[0] if first else 0, {}
-        stats.answers = OrderedDict()
+        stats.answers, stats.shares = OrderedDict(), {}
     return stats
+
+
+def table_state(conn: apsw.Connection) -> _TableStats:
+    """chunks_fts's row count and what is kept of it while it is unchanged (see above)."""
+    return _stats(conn)
 
 
 def kept_answers(conn: apsw.Connection) -> OrderedDict:

@@ -9,6 +9,7 @@ two statements, a token is not.
 
 from __future__ import annotations
 
+import weakref
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -18,6 +19,14 @@ from mindtui.progress import CancelToken
 
 PROGRESS_STEPS = 5_000
 HANDLER_ID = "mindtui-cancel"
+# The token each connection stops on, while it does: SQL that a connection hands to others (the
+# full-text ranking's other threads, store.fts_parallel) stops on the same one.
+_TOKENS: "weakref.WeakKeyDictionary[apsw.Connection, CancelToken]" = weakref.WeakKeyDictionary()
+
+
+def token_of(conn: apsw.Connection) -> CancelToken | None:
+    """The CancelToken SQL on `conn` stops on now (inside stopping_on), else None."""
+    return _TOKENS.get(conn)
 
 
 @contextmanager
@@ -28,6 +37,8 @@ def stopping_on(conn: apsw.Connection, cancel: CancelToken | None) -> Iterator[N
         return
     cancel.check()
     conn.set_progress_handler(lambda: cancel.cancelled, PROGRESS_STEPS, id=HANDLER_ID)
+    outer = _TOKENS.get(conn)
+    _TOKENS[conn] = cancel
     try:
         yield
     except apsw.InterruptError:
@@ -35,3 +46,7 @@ def stopping_on(conn: apsw.Connection, cancel: CancelToken | None) -> Iterator[N
         raise
     finally:
         conn.set_progress_handler(None, id=HANDLER_ID)
+        if outer is None:
+            _TOKENS.pop(conn, None)
+        else:
+            _TOKENS[conn] = outer
