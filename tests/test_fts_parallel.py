@@ -4,6 +4,7 @@ statement's, row for row and score for score, ties included, and stop on the cal
 
 from __future__ import annotations
 
+import apsw
 import pytest
 
 from mindtui.errors import Cancelled
@@ -78,3 +79,31 @@ def test_the_other_threads_stop_on_the_callers_token(conn):
             fts_parallel.ranked(conn, RANKING, parse_query("Garten").fts, 20)
     assert fts_parallel.ranked(conn, RANKING, parse_query("Garten").fts, 3) == whole(
         conn, parse_query("Garten").fts, 3)
+
+
+def test_a_file_replaced_at_the_same_path_is_read_anew_by_the_other_threads(vault, db_path, monkeypatch):
+    monkeypatch.setattr(fts_parallel, "PARALLEL_MIN_ROWS", 1)
+    monkeypatch.setattr(fts_parallel, "THREADS", 3)
+    expression = parse_query("Garten").fts
+    for round_ in range(2):  # the second store has other notes: a helper still on the first is stale
+        for i in range(40 + 30 * round_):
+            vault.write(f"R{round_}/N{i:02d}.md", f"# N{i}\n\nDer Garten {'und der Garten ' * (i % 5)}Nummer {i}.\n")
+        if round_:
+            for path in (db_path, db_path.with_name(db_path.name + "-wal"), db_path.with_name(db_path.name + "-shm")):
+                path.unlink(missing_ok=True)
+        run_import(db_path, vault.root)
+        conn = open_database(db_path)
+        try:
+            for limit in (5, 50):
+                assert fts_parallel.ranked(conn, RANKING, expression, limit) == whole(conn, expression, limit)
+        finally:
+            conn.close()
+
+
+def test_a_helper_that_cannot_read_leaves_the_answer_to_one_statement(conn, monkeypatch):
+    def fails(path):
+        raise apsw.CantOpenError("no file")
+
+    monkeypatch.setattr(fts_parallel, "_connection", fails)
+    expression = parse_query("Garten").fts
+    assert fts_parallel.ranked(conn, RANKING, expression, 20) == whole(conn, expression, 20)

@@ -11,14 +11,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from test_anchor_ambiguous import WORD, agent_search, clean_import, hidden, imported_steps, note
 
 from mindtui.audience import Audience
 from mindtui.config import load_settings
 from mindtui.mcp import tools
 from mindtui.models.holder import ModelHolder
-from mindtui.service import Service
+from mindtui.service import SearchOptions, Service
 from mindtui.store import open_database
+from mindtui.vault.resolve import FALLBACK_NOTES
 
 LINKING = ("A", "B", "Top/Rel")  # the notes whose links the steps move
 NAMED = ("Gleich.md", "Ziel.md", "Nah.md")  # file names of the notes they link to (no text holds WORD)
@@ -32,7 +35,7 @@ def start() -> dict[str, str]:
             "Gleich.md": note("Gleich", "Oben.", PRIVATE),
             "Ordner/Gleich.md": note("Gleich", "Im Ordner."),
             "Fuell.md": note("Fuell", f"Ein {WORD} und viel anderes Wetter."),
-            **{f"Andere/N{n}.md": note(f"N{n}", f"Nur Text {n}.") for n in range(4)}}
+            **{f"Andere/N{n}.md": note(f"N{n}", f"Nur Text {n}.") for n in range(50)}}  # 16 deletions stay below import.max_delete_fraction
 
 
 def steps() -> list[tuple[str, dict, set[str]]]:
@@ -50,6 +53,10 @@ def steps() -> list[tuple[str, dict, set[str]]]:
          {"Neu/Gleich.md"}),
         ("the top Gleich deleted", {"Gleich.md": None}, {"Neu/Gleich.md"}),
         ("the top Gleich back, private", {"Gleich.md": note("Gleich", "Wieder oben.", PRIVATE)}, {"Neu/Gleich.md"}),
+        # More namesakes than a link stores (resolve.FALLBACK_NOTES): ambiguous, as without the top one.
+        ("many more readable Gleich", {f"Viele/V{n:02d}/Gleich.md": note("Gleich", f"Einer von vielen {n}.")
+                                       for n in range(FALLBACK_NOTES)}, set()),
+        ("the many gone", {f"Viele/V{n:02d}/Gleich.md": None for n in range(FALLBACK_NOTES)}, {"Neu/Gleich.md"}),
         ("B links by path, its note private", {"B.md": note("B", f"Auch {WORD} bei [[Sub2/Ziel]], mit mehr Worten im Satz."),
                                                "Sub2/Ziel.md": note("Ziel", "Genau.", PRIVATE),
                                                "X/Sub2/Ziel.md": note("Ziel", "Darunter.")},
@@ -110,3 +117,22 @@ def test_a_link_to_a_hidden_note_is_to_an_agent_what_a_later_rule_finds_through_
         if "A" in view["neighbours"] and found & {"Ordner/Gleich.md", "Neu/Gleich.md"}:
             assert [n["path"] for n in view["neighbours"]["A"]["links_out"]] == sorted(
                 found & {"Ordner/Gleich.md", "Neu/Gleich.md"}), what
+
+
+@pytest.mark.parametrize("namesake", [None, "folder2/Same.md", "Same.md"])
+def test_a_note_under_the_readers_private_paths_lends_no_words_to_an_anchor_row(tmp_path, namesake):
+    """Until the next import, the rows hold the lines of a note the reader's own
+    privacy.private_paths hide: each row it may have lent a line to is left out, whether its
+    link resolved (no namesake), was ambiguous among a readable and a private note, or resolved
+    to a private note at the top with a readable one a later rule finds."""
+    files = {"S.md": note("S", f"Verweis {WORD} auf [[Same]]."), "folder1/Same.md": note("Same", "Im Ordner."),
+             **{f"Andere/N{n}.md": note(f"N{n}", f"Nur Text {n}.") for n in range(4)}}
+    if namesake:
+        files[namesake] = note("Same", "Auch.", PRIVATE)
+    db = clean_import(tmp_path / "store", files)
+    found = {}
+    for private_paths in ([], ["S.md"]):
+        settings = load_settings().with_values({"db": str(db), "privacy": {"private_paths": private_paths}})
+        with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
+            found[bool(private_paths)] = [r.path for r in agent.search(WORD, SearchOptions(mode="fts", log=False)).results]
+    assert found == {False: ["folder1/Same.md", "S.md"], True: []}

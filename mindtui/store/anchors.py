@@ -44,9 +44,11 @@ _SOLE_OPEN_CANDIDATE = _sole_open("l.candidates")
 # SQL: whether agents may read none of the notes that decide link `l` (its target, or candidates).
 _NONE_OPEN = ("NOT EXISTS (SELECT 1 FROM main.notes c WHERE (c.note_id = l.resolved_note_id OR c.note_id IN"
               f" (SELECT value FROM json_each(l.candidates))) AND {open_to_agents('c')})")
-# SQL: the first of link `l`'s later rules (note_links.fallback) with a note agents may read.
-_OPEN_FALLBACK = (f"(SELECT t.value FROM json_each(l.fallback) t WHERE EXISTS (SELECT 1 FROM json_each(t.value) j"
-                  f" JOIN main.notes c ON c.note_id = j.value WHERE {open_to_agents('c')}) ORDER BY t.key LIMIT 1)")
+# SQL: the first of link `l`'s later rules (note_links.fallback) with a note agents may read, or
+# standing for many notes (empty: resolve.FALLBACK_NOTES; then no line).
+_OPEN_FALLBACK = (f"(SELECT t.value FROM json_each(l.fallback) t WHERE t.value = '[]' OR EXISTS (SELECT 1"
+                  f" FROM json_each(t.value) j JOIN main.notes c ON c.note_id = j.value WHERE {open_to_agents('c')})"
+                  " ORDER BY t.key LIMIT 1)")
 
 
 def link_notes(link: LinkRecord) -> tuple[str, ...]:

@@ -112,11 +112,13 @@ def _row_owners(conn: apsw.Connection, rowids: list[int], restricted: bool = Fal
     if chunk_ids:
         owners.update(conn.execute(
             f"SELECT chunk_id, note_id FROM chunks WHERE chunk_id IN ({','.join('?' * len(chunk_ids))})", chunk_ids))
+    if restricted:  # the rows the ranking just left out (an anchor row a hidden note lent words to)
+        hidden = visible_rank.hidden_rowids(conn)
+        anchor_ids = [a for a in anchor_ids if -a not in hidden]
     if anchor_ids:
-        seen = f" AND {visible_rank.anchor_seen('a')}" if restricted else ""
         owners.update((-anchor_id, note_id) for anchor_id, note_id in conn.execute(
             "SELECT a.anchor_id, a.note_id FROM note_anchors a JOIN notes n ON n.note_id = a.note_id"
-            f" WHERE a.anchor_id IN ({','.join('?' * len(anchor_ids))}){seen}", anchor_ids))
+            f" WHERE a.anchor_id IN ({','.join('?' * len(anchor_ids))})", anchor_ids))
     return owners
 
 

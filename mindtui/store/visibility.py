@@ -112,8 +112,9 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
     # the first with a note the agent may see; resolved to that one, ambiguous among several.
     blocked = (f"(l.fallback != '[]' AND ({to_hidden} OR (l.resolution = 'ambiguous'"
                f" AND {visible_candidates} = 0)))")
-    later_rule = (f"(SELECT t.value FROM json_each(l.fallback) t WHERE EXISTS (SELECT 1 FROM json_each(t.value) j"
-                  f" WHERE {_visible('j.value')}) ORDER BY t.key LIMIT 1)")
+    # An empty rule stands for many notes (resolve.FALLBACK_NOTES): it decides, ambiguous.
+    later_rule = (f"(SELECT t.value FROM json_each(l.fallback) t WHERE t.value = '[]' OR EXISTS (SELECT 1"
+                  f" FROM json_each(t.value) j WHERE {_visible('j.value')}) ORDER BY t.key LIMIT 1)")
     later_sole = (f"(SELECT CASE WHEN count(*) = 1 THEN max(j.value) END FROM json_each({later_rule}) j"
                   f" WHERE {_visible('j.value')})")
     resolved_for_agent = (f"CASE WHEN {blocked} THEN {later_sole} WHEN {to_hidden} THEN NULL"

@@ -29,14 +29,31 @@ _K1, _B = 1.2, 0.75
 HIDDEN_SCORE = math.inf  # a hidden row scores last (bm25 is lower-is-better); callers drop it
 
 
-def anchor_seen(anchor: str) -> str:
-    """SQL: the reader sees the anchor-text row of the `note_anchors` row aliased `anchor`: its
-    note, and every note that lent it words (a folder added to the reader's privacy.private_paths
-    hides its notes before the next import rebuilds the rows, which read the stored flags)."""
-    return (f"{seen_by_reader(anchor + '.note_id')} AND NOT EXISTS (SELECT 1 FROM main.note_links l"
-            f" JOIN main.notes s ON s.note_id = l.note_id WHERE l.resolved_note_id = {anchor}.note_id"
-            f" AND l.resolution = 'resolved' AND l.note_id != {anchor}.note_id AND {open_to_agents('s')}"
-            f" AND NOT {seen_by_reader('s.note_id')})")
+def _unseen_anchor_rows() -> str:
+    """SQL: the rowids (negative) of the anchor-text rows the reader does not see: a hidden
+    note's, and each one a note lent words to that the reader does not see although its stored
+    flags let agents read it (a folder added to the reader's privacy.private_paths hides its
+    notes before the next import rebuilds the rows, which read the stored flags). A lender's
+    line may be in the row of its link's target, of any of an ambiguous link's candidates and of
+    the notes of its later rules (store.anchors): all of those rows are left out."""
+    lenders = (f"SELECT s.note_id FROM main.notes s WHERE {open_to_agents('s')}"
+               f" AND NOT {seen_by_reader('s.note_id')}")
+    named = ("SELECT l.resolved_note_id FROM lenders s JOIN main.note_links l ON l.note_id = s.note_id"
+             " WHERE l.resolution = 'resolved'"
+             " UNION SELECT j.value FROM lenders s JOIN main.note_links l ON l.note_id = s.note_id,"
+             " json_each(l.candidates) j WHERE l.resolution = 'ambiguous'"
+             " UNION SELECT j.value FROM lenders s JOIN main.note_links l ON l.note_id = s.note_id,"
+             " json_each(l.fallback) t, json_each(t.value) j WHERE l.fallback != '[]'")
+    return (f"WITH lenders AS MATERIALIZED ({lenders}), named AS MATERIALIZED ({named})"
+            f" SELECT -a.anchor_id FROM main.note_anchors a WHERE NOT {seen_by_reader('a.note_id')}"
+            " OR a.note_id IN (SELECT * FROM named)")
+
+
+def hidden_rowids(conn: apsw.Connection, table: str = "chunks_fts") -> frozenset[int]:
+    """The rows of `table` an agent connection does not see, as its last ranking_function()
+    found them (none for an owner's connection)."""
+    states = _HIDDEN.get(conn)
+    return states[table].rowids if states is not None else frozenset()
 
 
 @dataclass
@@ -70,8 +87,7 @@ def _hidden_chunk_rows(conn: apsw.Connection) -> set[int]:
         batch = hidden_notes[start:start + 500]
         rowids.update(row[0] for row in conn.execute(
             f"SELECT chunk_id FROM main.chunks WHERE note_id IN ({','.join('?' * len(batch))})", batch))
-    rowids.update(row[0] for row in conn.execute(
-        f"SELECT -a.anchor_id FROM main.note_anchors a WHERE NOT ({anchor_seen('a')})"))
+    rowids.update(row[0] for row in conn.execute(_unseen_anchor_rows()))
     return rowids
 
 
