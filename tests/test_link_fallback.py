@@ -136,3 +136,27 @@ def test_a_note_under_the_readers_private_paths_lends_no_words_to_an_anchor_row(
         with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
             found[bool(private_paths)] = [r.path for r in agent.search(WORD, SearchOptions(mode="fts", log=False)).results]
     assert found == {False: ["folder1/Same.md", "S.md"], True: []}
+
+
+def test_a_link_to_a_note_under_the_readers_private_paths_is_what_a_later_rule_finds(tmp_path):
+    """The reader's own privacy.private_paths hide the top Gleich.md before any import: its edges
+    and neighbours are those of the vault without it, as for the stored flags."""
+    files = {"A.md": note("A", "Verweis auf [[Gleich]]."), "Gleich.md": note("Gleich", "Oben."),
+             "Ordner/Gleich.md": note("Gleich", "Im Ordner.")}
+    db, without = clean_import(tmp_path / "store", files), clean_import(
+        tmp_path / "without", {p: t for p, t in files.items() if p != "Gleich.md"})
+    seen = {}
+    for name, store, private_paths in (("hidden", db, ("Gleich.md",)), ("without", without, ())):
+        conn = open_database(store, audience=Audience.AGENT, private_paths=private_paths)
+        try:
+            paths = dict(conn.execute("SELECT note_id, path FROM notes"))
+            seen[name] = {
+                "links": [(paths[s], r, paths.get(t)) for s, r, t in conn.execute(
+                    "SELECT note_id, resolution, resolved_note_id FROM note_links")],
+                "edges": sorted((paths[s], paths[t], kind) for s, t, kind in conn.execute(
+                    "SELECT source_id, target_id, kind FROM edges WHERE scope = 'note'"))}
+        finally:
+            conn.close()
+    assert seen["hidden"] == seen["without"]
+    assert seen["hidden"]["links"] == [("A.md", "resolved", "Ordner/Gleich.md")]
+    assert ("A.md", "Ordner/Gleich.md", "links_to") in seen["hidden"]["edges"]

@@ -27,7 +27,7 @@ import apsw
 
 from mindtui.store import notes as note_store
 from mindtui.store.notes import LinkRecord
-from mindtui.store.visibility import open_to_agents
+from mindtui.store.visibility import hidden_by_flags, open_to_agents
 from mindtui.text.analysis import ANALYZER_VERSION
 
 PAGE_NOTES = 2000  # notes whose anchor rows one query refreshes
@@ -76,8 +76,12 @@ def incoming_lines(conn: apsw.Connection,
     # A link whose target (or every candidate) agents may not read gives its line as the vault
     # without them would: to the one readable note of its first later rule with one. The hidden
     # target keeps it too (the owner's search): agents never read that row.
+    # Read from the hidden notes (their index) for resolved links, from the ambiguous ones (theirs).
     fallback = (f"(SELECT l.note_id, l.seq, l.evidence, l.target_raw, {_sole_open(_OPEN_FALLBACK)} AS target"
-                f" FROM main.note_links l WHERE l.fallback != '[]' AND {_NONE_OPEN})")
+                f" FROM main.notes h CROSS JOIN main.note_links l ON l.resolved_note_id = h.note_id"
+                f" WHERE {hidden_by_flags('h')} AND l.resolution = 'resolved' AND l.fallback != '[]'"
+                f" UNION ALL SELECT l.note_id, l.seq, l.evidence, l.target_raw, {_sole_open(_OPEN_FALLBACK)}"
+                f" FROM main.note_links l WHERE l.resolution = 'ambiguous' AND l.fallback != '[]' AND {_NONE_OPEN})")
     rows = conn.execute(f"{arm.format(links=resolved)} UNION ALL {arm.format(links=ambiguous)}"
                         f" UNION ALL {arm.format(links=fallback)} ORDER BY 1, 5, 6", args * 3)
     for target, lang, evidence, written, _, _ in rows:

@@ -52,6 +52,12 @@ def open_to_agents(note: str) -> str:
     return f"{note}.private = 0 AND {model_readable(note)}"
 
 
+def hidden_by_flags(note: str) -> str:
+    """SQL: NOT open_to_agents(note), as the partial index notes_hidden (migration 0019) reads it:
+    the few notes it hides are found without reading the others."""
+    return f"({note}.private = 1 OR {note}.ai_processing = 0)"
+
+
 def seen_by_reader(note_id: str) -> str:
     """SQL: the connection that runs the query sees the note `note_id` (its `notes`: an agent's
     hide what `restrict` hides, an owner's show every note)."""
@@ -136,10 +142,21 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
     # next to a WHERE EXISTS (0.3 ms for this SQL; the edges view used to compile in 0.02 ms).
     # The links a later rule decides for the agent (`blocked`) are among these two (each read by its index).
     linked = "SELECT l.note_id, l.seq, l.relation, l.rule_id, l.confidence, l.signal, l.evidence,"
+    # A resolved link is blocked by its target: read from the hidden notes (their index; CROSS JOIN
+    # keeps them first, else SQLite reads every link with later rules), and with the reader's own
+    # private_paths also from the links a later rule may resolve to one note (not '[[]]': many).
+    def through_hidden_target(tables: str, hidden: str, only: str) -> str:
+        return (f"{linked} {later_sole} AS target FROM {tables} ON l.resolved_note_id = h.note_id"
+                f" WHERE {hidden} AND l.resolution = 'resolved' AND {only} AND {_visible('l.note_id')}")
+
     ambiguous = (f"{linked} CASE WHEN {blocked} THEN {later_sole} ELSE {sole_visible} END AS target"
                  f" FROM main.note_links l WHERE l.resolution = 'ambiguous' AND {_visible('l.note_id')}"
-                 f" UNION ALL {linked} {later_sole} AS target FROM main.note_links l WHERE l.fallback != '[]'"
-                 f" AND l.resolution != 'ambiguous' AND {blocked} AND {_visible('l.note_id')}")
+                 " UNION ALL " + through_hidden_target("main.notes h CROSS JOIN main.note_links l",
+                                                       hidden_by_flags("h"), "l.fallback != '[]'"))
+    if private_paths:
+        ambiguous += " UNION ALL " + through_hidden_target(
+            "main.note_links l JOIN main.notes h", f"{open_to_agents('h')} AND {PRIVATE_PATH_FUNCTION}(h.path)",
+            "l.fallback NOT IN ('[]', '[[]]')")
     same_key = ("a.source_id = e.source_id AND a.target_id = e.target_id AND a.kind = e.kind AND a.scope = e.scope"
                 " AND a.rule_id = e.rule_id")
     added_columns = _columns(conn, "edges", "a", {
