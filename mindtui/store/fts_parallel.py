@@ -34,7 +34,8 @@ from mindtui.store.interrupt import stopping_on, token_of
 # Below this many full-text rows one statement ranks (a thread's start costs more than it saves).
 PARALLEL_MIN_ROWS = 200_000
 # The cores this process may run on (a CPU affinity or container limit counts, os.cpu_count not).
-THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+THREADS = max(1, min(4, _CORES))
 _OPEN_PER_THREAD = 2  # databases a helper thread keeps a connection to (the last used)
 
 Rows = list[tuple[int, float]]
