@@ -21,7 +21,7 @@ from mindtui.mcp import tools
 from mindtui.models.holder import ModelHolder
 from mindtui.service import SearchOptions, Service
 from mindtui.store import open_database
-from mindtui.vault.resolve import FALLBACK_NOTES
+from mindtui.store.visibility import LINK_NOTES_MAX
 
 LINKING = ("A", "B", "Top/Rel")  # the notes whose links the steps move
 NAMED = ("Gleich.md", "Ziel.md", "Nah.md")  # file names of the notes they link to (no text holds WORD)
@@ -53,10 +53,10 @@ def steps() -> list[tuple[str, dict, set[str]]]:
          {"Neu/Gleich.md"}),
         ("the top Gleich deleted", {"Gleich.md": None}, {"Neu/Gleich.md"}),
         ("the top Gleich back, private", {"Gleich.md": note("Gleich", "Wieder oben.", PRIVATE)}, {"Neu/Gleich.md"}),
-        # More namesakes than a link stores (resolve.FALLBACK_NOTES): ambiguous, as without the top one.
+        # More namesakes than a link stores (visibility.LINK_NOTES_MAX): ambiguous, as without the top one.
         ("many more readable Gleich", {f"Viele/V{n:02d}/Gleich.md": note("Gleich", f"Einer von vielen {n}.")
-                                       for n in range(FALLBACK_NOTES)}, set()),
-        ("the many gone", {f"Viele/V{n:02d}/Gleich.md": None for n in range(FALLBACK_NOTES)}, {"Neu/Gleich.md"}),
+                                       for n in range(LINK_NOTES_MAX)}, set()),
+        ("the many gone", {f"Viele/V{n:02d}/Gleich.md": None for n in range(LINK_NOTES_MAX)}, {"Neu/Gleich.md"}),
         ("B links by path, its note private", {"B.md": note("B", f"Auch {WORD} bei [[Sub2/Ziel]], mit mehr Worten im Satz."),
                                                "Sub2/Ziel.md": note("Ziel", "Genau.", PRIVATE),
                                                "X/Sub2/Ziel.md": note("Ziel", "Darunter.")},
@@ -160,3 +160,17 @@ def test_a_link_to_a_note_under_the_readers_private_paths_is_what_a_later_rule_f
     assert seen["hidden"] == seen["without"]
     assert seen["hidden"]["links"] == [("A.md", "resolved", "Ordner/Gleich.md")]
     assert ("A.md", "Ordner/Gleich.md", "links_to") in seen["hidden"]["edges"]
+
+
+def test_an_agents_edges_read_only_the_ambiguous_links_among_few_notes(tmp_path):
+    """The partial index of migration 0020 holds LINK_NOTES_MAX as its bound: the planner takes it
+    (were the two apart, every ambiguous link's candidates would be read on each edges query)."""
+    files = {"A.md": note("A", "[[Same]]"), **{f"F{n}/Same.md": note("Same", str(n)) for n in range(3)}}
+    conn = open_database(clean_import(tmp_path / "store", files), audience=Audience.AGENT)
+    try:
+        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN SELECT count(*) FROM edges WHERE source_id = ?",
+                                               ("x",))]
+    finally:
+        conn.close()
+    assert any("note_links_ambiguous_few" in step for step in plan), plan
+    assert not any("SCAN l USING INDEX note_links_ambiguous " in step + " " for step in plan)

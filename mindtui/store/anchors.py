@@ -27,7 +27,7 @@ import apsw
 
 from mindtui.store import notes as note_store
 from mindtui.store.notes import LinkRecord
-from mindtui.store.visibility import hidden_by_flags, open_to_agents
+from mindtui.store.visibility import LINK_NOTES_MAX, few_candidates, hidden_by_flags, open_to_agents
 from mindtui.text.analysis import ANALYZER_VERSION
 
 PAGE_NOTES = 2000  # notes whose anchor rows one query refreshes
@@ -45,7 +45,7 @@ _SOLE_OPEN_CANDIDATE = _sole_open("l.candidates")
 _NONE_OPEN = ("NOT EXISTS (SELECT 1 FROM main.notes c WHERE (c.note_id = l.resolved_note_id OR c.note_id IN"
               f" (SELECT value FROM json_each(l.candidates))) AND {open_to_agents('c')})")
 # SQL: the first of link `l`'s later rules (note_links.fallback) with a note agents may read, or
-# standing for many notes (empty: resolve.FALLBACK_NOTES; then no line).
+# standing for many notes (empty: LINK_NOTES_MAX; then no line).
 _OPEN_FALLBACK = (f"(SELECT t.value FROM json_each(l.fallback) t WHERE t.value = '[]' OR EXISTS (SELECT 1"
                   f" FROM json_each(t.value) j JOIN main.notes c ON c.note_id = j.value WHERE {open_to_agents('c')})"
                   " ORDER BY t.key LIMIT 1)")
@@ -54,7 +54,8 @@ _OPEN_FALLBACK = (f"(SELECT t.value FROM json_each(l.fallback) t WHERE t.value =
 def link_notes(link: LinkRecord) -> tuple[str, ...]:
     """Every note a link may name to some reader: its target, an ambiguous link's candidates, the
     notes of its later rules (note_links.fallback)."""
-    return ((link.resolved_note_id,) if link.resolved_note_id else ()) + link.candidates + tuple(
+    candidates = link.candidates if len(link.candidates) <= LINK_NOTES_MAX else ()  # many: no line, ever
+    return ((link.resolved_note_id,) if link.resolved_note_id else ()) + candidates + tuple(
         note_id for tier in link.fallback for note_id in tier)
 
 
@@ -72,7 +73,7 @@ def incoming_lines(conn: apsw.Connection,
     resolved = ("(SELECT note_id, seq, evidence, target_raw, resolved_note_id AS target FROM main.note_links"
                 " WHERE resolution = 'resolved')")
     ambiguous = (f"(SELECT l.note_id, l.seq, l.evidence, l.target_raw, {_SOLE_OPEN_CANDIDATE} AS target"
-                 " FROM main.note_links l WHERE l.resolution = 'ambiguous')")
+                 f" FROM main.note_links l WHERE l.resolution = 'ambiguous' AND {few_candidates('l')})")
     # A link whose target (or every candidate) agents may not read gives its line as the vault
     # without them would: to the one readable note of its first later rule with one. The hidden
     # target keeps it too (the owner's search): agents never read that row.
@@ -81,7 +82,8 @@ def incoming_lines(conn: apsw.Connection,
                 f" FROM main.notes h CROSS JOIN main.note_links l ON l.resolved_note_id = h.note_id"
                 f" WHERE {hidden_by_flags('h')} AND l.resolution = 'resolved' AND l.fallback != '[]'"
                 f" UNION ALL SELECT l.note_id, l.seq, l.evidence, l.target_raw, {_sole_open(_OPEN_FALLBACK)}"
-                f" FROM main.note_links l WHERE l.resolution = 'ambiguous' AND l.fallback != '[]' AND {_NONE_OPEN})")
+                f" FROM main.note_links l WHERE l.resolution = 'ambiguous' AND {few_candidates('l')}"
+                f" AND l.fallback != '[]' AND {_NONE_OPEN})")
     rows = conn.execute(f"{arm.format(links=resolved)} UNION ALL {arm.format(links=ambiguous)}"
                         f" UNION ALL {arm.format(links=fallback)} ORDER BY 1, 5, 6", args * 3)
     for target, lang, evidence, written, _, _ in rows:
@@ -119,7 +121,7 @@ def _with_namesakes(conn: apsw.Connection, only: set[str]) -> set[str]:
     that name one of them (link_notes): whether such a link gives its line to a note depends on
     the privacy of the others."""
     named = ("SELECT l.note_id, l.seq, c.value AS member FROM main.note_links l, json_each(l.candidates) c"
-             " WHERE l.resolution = 'ambiguous'"
+             f" WHERE l.resolution = 'ambiguous' AND {few_candidates('l')}"
              " UNION ALL SELECT l.note_id, l.seq, l.resolved_note_id FROM main.note_links l"
              " WHERE l.fallback != '[]' AND l.resolved_note_id IS NOT NULL"
              " UNION ALL SELECT l.note_id, l.seq, j.value FROM main.note_links l, json_each(l.fallback) t,"

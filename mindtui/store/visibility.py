@@ -52,6 +52,20 @@ def open_to_agents(note: str) -> str:
     return f"{note}.private = 0 AND {model_readable(note)}"
 
 
+# The most notes an agent's view of one link resolves among: an ambiguous link's candidates or a
+# later rule's notes (NameIndex.fallback stores `[]` for more). A link among more stays ambiguous
+# to every reader, as it does unless all but one of them are hidden: reading 1,000 candidates of
+# each `[[index]]` link (a vault with an index.md in every folder) took an agent's every edges
+# query 246 ms.
+LINK_NOTES_MAX = 16
+
+
+def few_candidates(link: str) -> str:
+    """SQL: the ambiguous link aliased `link` is among at most LINK_NOTES_MAX notes (as the
+    partial index note_links_ambiguous_few, migration 0020, reads it)."""
+    return f"json_array_length({link}.candidates) <= {LINK_NOTES_MAX}"
+
+
 def hidden_by_flags(note: str) -> str:
     """SQL: NOT open_to_agents(note), as the partial index notes_hidden (migration 0019) reads it:
     the few notes it hides are found without reading the others."""
@@ -107,7 +121,8 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
     # among visible and hidden notes resolves to the one visible candidate (is `self` when that
     # is the linking note), is missing with none, stays ambiguous with several.
     visible_candidates = f"(SELECT count(*) FROM json_each(l.candidates) j WHERE {_visible('j.value')})"
-    hidden_candidate = (f"(l.resolution = 'ambiguous' AND EXISTS (SELECT 1 FROM json_each(l.candidates) j"
+    few = few_candidates("l")
+    hidden_candidate = (f"(l.resolution = 'ambiguous' AND {few} AND EXISTS (SELECT 1 FROM json_each(l.candidates) j"
                         f" WHERE NOT {_visible('j.value')}))")
     to_hidden = f"(l.resolved_note_id IS NOT NULL AND NOT {_visible('l.resolved_note_id')})"
     # An ambiguous link's one visible candidate (NULL: none, or several); with one, the others are hidden.
@@ -116,15 +131,15 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
     # When the agent may see none of the notes that decide a link (its target, or candidates), a
     # later rule decides, as in the vault without them (note_links.fallback, NameIndex.fallback):
     # the first with a note the agent may see; resolved to that one, ambiguous among several.
-    blocked = (f"(l.fallback != '[]' AND ({to_hidden} OR (l.resolution = 'ambiguous'"
+    blocked = (f"(l.fallback != '[]' AND ({to_hidden} OR (l.resolution = 'ambiguous' AND {few}"
                f" AND {visible_candidates} = 0)))")
-    # An empty rule stands for many notes (resolve.FALLBACK_NOTES): it decides, ambiguous.
+    # An empty rule stands for many notes (LINK_NOTES_MAX): it decides, ambiguous.
     later_rule = (f"(SELECT t.value FROM json_each(l.fallback) t WHERE t.value = '[]' OR EXISTS (SELECT 1"
                   f" FROM json_each(t.value) j WHERE {_visible('j.value')}) ORDER BY t.key LIMIT 1)")
     later_sole = (f"(SELECT CASE WHEN count(*) = 1 THEN max(j.value) END FROM json_each({later_rule}) j"
                   f" WHERE {_visible('j.value')})")
     resolved_for_agent = (f"CASE WHEN {blocked} THEN {later_sole} WHEN {to_hidden} THEN NULL"
-                          f" WHEN l.resolution = 'ambiguous' THEN {sole_visible} ELSE l.resolved_note_id END")
+                          f" WHEN l.resolution = 'ambiguous' AND {few} THEN {sole_visible} ELSE l.resolved_note_id END")
     link_columns = _columns(conn, "note_links", "l", {
         "detail": "''", "candidates": "'[]'", "fallback": "'[]'",
         "resolution": f"CASE WHEN {blocked} THEN CASE WHEN {later_rule} IS NULL THEN 'missing'"
@@ -150,7 +165,7 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
                 f" WHERE {hidden} AND l.resolution = 'resolved' AND {only} AND {_visible('l.note_id')}")
 
     ambiguous = (f"{linked} CASE WHEN {blocked} THEN {later_sole} ELSE {sole_visible} END AS target"
-                 f" FROM main.note_links l WHERE l.resolution = 'ambiguous' AND {_visible('l.note_id')}"
+                 f" FROM main.note_links l WHERE l.resolution = 'ambiguous' AND {few} AND {_visible('l.note_id')}"
                  " UNION ALL " + through_hidden_target("main.notes h CROSS JOIN main.note_links l",
                                                        hidden_by_flags("h"), "l.fallback != '[]'"))
     if private_paths:

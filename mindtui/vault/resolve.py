@@ -15,11 +15,8 @@ import posixpath
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from mindtui.store.visibility import LINK_NOTES_MAX
 from mindtui.vault.links import is_attachment
-
-
-# A later rule's notes stored with a link (NameIndex.fallback) up to this many; more are "many".
-FALLBACK_NOTES = 16
 
 
 @dataclass(frozen=True)
@@ -117,7 +114,7 @@ class NameIndex:
         """What the link would mean without the notes the rule that decides found (see matches):
         the notes of each later rule that matches the target, in rule order, each sorted, less
         those an earlier rule found (the link reaches a later rule only when those are gone);
-        rules left with none are left out. A rule with more than FALLBACK_NOTES notes is `()`,
+        rules left with none are left out. A rule with more than LINK_NOTES_MAX notes is `()`,
         and the last: ambiguous to anyone who may see two of them (a vault's every folder with
         its own `index.md` would store each `[[index]]` link with every other one's id). To an
         agent that may see none of the deciding notes, the link is the first of these with a
@@ -125,8 +122,8 @@ class NameIndex:
         seen: set[str] = set()
         tiers: list[tuple[str, ...]] = []
         for _, found in self._tiers(stem_key(target_path), source_path):
-            if tiers and len(found) > FALLBACK_NOTES + len(seen):
-                tiers.append(())  # more than FALLBACK_NOTES notes besides those seen: many
+            if tiers and len(found) > LINK_NOTES_MAX + len(seen):
+                tiers.append(())  # more than LINK_NOTES_MAX notes besides those seen: many
                 break
             fresh = tuple(sorted(set(found) - seen))
             if fresh:
