@@ -41,9 +41,9 @@ def _sole_open(notes: str) -> str:
 
 # SQL: an ambiguous link `l`'s one candidate agents may read when all its others are hidden (else NULL).
 _SOLE_OPEN_CANDIDATE = _sole_open("l.candidates")
-# SQL: whether agents may read none of the notes that decide link `l` (its target, or candidates).
-_NONE_OPEN = ("NOT EXISTS (SELECT 1 FROM main.notes c WHERE (c.note_id = l.resolved_note_id OR c.note_id IN"
-              f" (SELECT value FROM json_each(l.candidates))) AND {open_to_agents('c')})")
+# SQL: whether agents may read none of ambiguous link `l`'s candidates.
+_NONE_OPEN = (f"NOT EXISTS (SELECT 1 FROM json_each(l.candidates) j JOIN main.notes c ON c.note_id = j.value"
+              f" WHERE {open_to_agents('c')})")
 # SQL: the first of link `l`'s later rules (note_links.fallback) with a note agents may read, or
 # standing for many notes (empty: LINK_NOTES_MAX; then no line).
 _OPEN_FALLBACK = (f"(SELECT t.value FROM json_each(l.fallback) t WHERE t.value = '[]' OR EXISTS (SELECT 1"
@@ -122,10 +122,11 @@ def _with_namesakes(conn: apsw.Connection, only: set[str]) -> set[str]:
     the privacy of the others."""
     named = ("SELECT l.note_id, l.seq, c.value AS member FROM main.note_links l, json_each(l.candidates) c"
              f" WHERE l.resolution = 'ambiguous' AND {few_candidates('l')}"
+             # a link whose later rules stand for many notes (`[[]]`) gives a line only to its target
              " UNION ALL SELECT l.note_id, l.seq, l.resolved_note_id FROM main.note_links l"
-             " WHERE l.fallback != '[]' AND l.resolved_note_id IS NOT NULL"
+             " WHERE l.fallback NOT IN ('[]', '[[]]') AND l.resolved_note_id IS NOT NULL"
              " UNION ALL SELECT l.note_id, l.seq, j.value FROM main.note_links l, json_each(l.fallback) t,"
-             " json_each(t.value) j WHERE l.fallback != '[]'")
+             " json_each(t.value) j WHERE l.fallback NOT IN ('[]', '[[]]')")
     return only | {note_id for (note_id,) in conn.execute(
         f"WITH named AS MATERIALIZED ({named}) SELECT DISTINCT m.member FROM named m JOIN named o"
         " ON o.note_id = m.note_id AND o.seq = m.seq WHERE o.member IN (SELECT value FROM json_each(?))",

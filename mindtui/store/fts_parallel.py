@@ -48,13 +48,13 @@ def ranked(conn: apsw.Connection, ranking: str, expression: str, limit: int) -> 
     chunks_fts, lower is better), as (rowid, score); on several threads when the table is large."""
     whole = (f"SELECT rowid, {ranking} AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
              " ORDER BY score LIMIT ?", (expression, limit))
-    ranges = _ranges(conn)
+    state = fts_weightless.table_state(conn)
+    ranges = _ranges(conn, state)
     if len(ranges) < 2:
         return conn.execute(*whole).fetchall()
     sql = (f"SELECT rowid, {ranking} AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
            " AND rowid BETWEEN ? AND ? ORDER BY score LIMIT ?")
-    cancel, done = token_of(conn), CancelToken()
-    cookie = fts_weightless.table_state(conn).cookie
+    cancel, done, cookie = token_of(conn), CancelToken(), state.cookie
     threads = helper_threads.pool("fts", THREADS - 1)
     helpers = [threads.submit(_rank_range, conn.filename, cookie, sql, (expression, low, high, limit), cancel, done)
                for low, high in ranges[1:]]
@@ -74,10 +74,11 @@ def ranked(conn: apsw.Connection, ranking: str, expression: str, limit: int) -> 
     return rows[:limit]
 
 
-def _ranges(conn: apsw.Connection) -> list[tuple[int, int]]:
-    """Rowid ranges of chunks_fts with about as many rows each, one per thread; one range (or
-    none) for a small table or a database without a file (kept while the table is unchanged)."""
-    state = fts_weightless.table_state(conn)
+def _ranges(conn: apsw.Connection, state=None) -> list[tuple[int, int]]:
+    """Rowid ranges of chunks_fts (in its table `state`, fts_weightless.table_state: read when not
+    given) with about as many rows each, one per thread; none for a small table or a database
+    without a file (kept while the table is unchanged)."""
+    state = state or fts_weightless.table_state(conn)
     parts = THREADS if state.rows >= PARALLEL_MIN_ROWS and conn.filename else 1
     if parts < 2:
         return []

@@ -84,7 +84,7 @@ class LinkRecord:
     resolved_note_id: str | None
     detail: str
     candidates: tuple[str, ...] = ()  # an ambiguous link's notes (their ids, sorted)
-    # A resolved or ambiguous link's later rules' notes (NameIndex.fallback): what it means to an
+    # A resolved or ambiguous link's later rules' notes (resolve._later_rules): what it means to an
     # agent that may see none of its target or candidates.
     fallback: tuple[tuple[str, ...], ...] = ()
 

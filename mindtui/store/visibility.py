@@ -53,7 +53,7 @@ def open_to_agents(note: str) -> str:
 
 
 # The most notes an agent's view of one link resolves among: an ambiguous link's candidates or a
-# later rule's notes (NameIndex.fallback stores `[]` for more). A link among more stays ambiguous
+# later rule's notes (resolve._later_rules stores `[]` for more). A link among more stays ambiguous
 # to every reader, as it does unless all but one of them are hidden: reading 1,000 candidates of
 # each `[[index]]` link (a vault with an index.md in every folder) took an agent's every edges
 # query 246 ms.
@@ -129,7 +129,7 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
     sole_visible = (f"(SELECT CASE WHEN count(*) = 1 THEN max(j.value) END FROM json_each(l.candidates) j"
                     f" WHERE {_visible('j.value')})")
     # When the agent may see none of the notes that decide a link (its target, or candidates), a
-    # later rule decides, as in the vault without them (note_links.fallback, NameIndex.fallback):
+    # later rule decides, as in the vault without them (note_links.fallback, resolve._later_rules):
     # the first with a note the agent may see; resolved to that one, ambiguous among several.
     blocked = (f"(l.fallback != '[]' AND ({to_hidden} OR (l.resolution = 'ambiguous' AND {few}"
                f" AND {visible_candidates} = 0)))")

@@ -16,7 +16,7 @@ from mindtui.vault.flags import FLAG_KEYS, read_flags, read_flags_from_lines
 from mindtui.vault.links import LinkRef
 from mindtui.vault.front_matter import split_frontmatter
 from mindtui.vault.markdown import ParsedNote, decode, parse_note, reject_binary, string_list
-from mindtui.vault.resolve import NameIndex, Resolution
+from mindtui.vault.resolve import NameIndex
 from mindtui.vault.types import TypeRegistry
 
 # Bump when parsing or chunking changes meaning: the importer then re-reads every file.
@@ -166,20 +166,8 @@ def resolve_links(links: list[LinkRecord], note_id: str, path: str, names: NameI
     for link in links:
         found = names.resolve(link.target_path, note_id, path)
         out.append(replace(link, resolution=found.status, resolved_note_id=found.note_id, detail=found.detail,
-                           candidates=_candidates(found, link.target_path, path, names),
-                           fallback=_fallback(found, link.target_path, path, names)))
+                           candidates=found.candidates, fallback=found.fallback))
     return out
-
-
-def _candidates(found: Resolution, target_path: str, path: str, names: NameIndex) -> tuple[str, ...]:
-    """The notes an ambiguous link could mean (an agent's view resolves it among those it may see)."""
-    return tuple(names.matches(target_path, path)[1]) if found.status == "ambiguous" else ()
-
-
-def _fallback(found: Resolution, target_path: str, path: str, names: NameIndex) -> tuple[tuple[str, ...], ...]:
-    """What a link to notes would mean without them (NameIndex.fallback): an agent that may see
-    none of them reads it so."""
-    return names.fallback(target_path, path) if found.status in ("resolved", "ambiguous") else ()
 
 
 def _link_records(refs: list[LinkRef], note_id: str, path: str, names: NameIndex) -> list[LinkRecord]:
@@ -189,9 +177,7 @@ def _link_records(refs: list[LinkRef], note_id: str, path: str, names: NameIndex
         found = names.resolve(ref.target_path, note_id, path)
         out.append(LinkRecord(seq, ref.relation, ref.signal, ref.rule_id, ref.confidence, ref.target_raw,
                               ref.target_path, ref.subpath, ref.is_embed, ref.line, ref.evidence,
-                              found.status, found.note_id, found.detail,
-                              _candidates(found, ref.target_path, path, names),
-                              _fallback(found, ref.target_path, path, names)))
+                              found.status, found.note_id, found.detail, found.candidates, found.fallback))
     return out
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mindtui.store.visibility import LINK_NOTES_MAX
 from mindtui.vault.links import is_attachment
@@ -24,6 +24,8 @@ class Resolution:
     status: str  # resolved | self | attachment | missing | ambiguous | out_of_corpus
     note_id: str | None = None
     detail: str = ""
+    candidates: tuple[str, ...] = ()  # ambiguous: the notes the deciding rule found, sorted
+    fallback: tuple[tuple[str, ...], ...] = ()  # resolved or ambiguous: the later rules' notes (_later_rules)
 
 
 def stem_key(path: str) -> str:
@@ -86,11 +88,14 @@ class NameIndex:
                 return Resolution("attachment", None, target_path)
             return Resolution("missing", None, f"attachment {target_path!r} not found in the vault")
         key = stem_key(target_path)
-        found = self._resolve_note(key, source_path)
+        tiers = self._tiers(key, source_path)  # walked once: the deciding rule, its candidates, the later ones
+        how, found_ids = _deciding(tiers)
+        found = self._pick(found_ids, how)
         if found is not None:
             if found.note_id == source_note_id:
                 return Resolution("self", source_note_id)
-            return found
+            candidates = tuple(sorted(set(found_ids))) if found.status == "ambiguous" else ()
+            return replace(found, candidates=candidates, fallback=_later_rules(tiers))
         outside = self._outside(key, source_path)
         if outside is not None:
             return outside
@@ -110,27 +115,6 @@ class NameIndex:
         """The notes whose `aliases` name the target (which does not make it resolve)."""
         return sorted(set(self.by_alias.get(stem_key(target_path), ())))
 
-    def fallback(self, target_path: str, source_path: str) -> tuple[tuple[str, ...], ...]:
-        """What the link would mean without the notes the rule that decides found (see matches):
-        the notes of each later rule that matches the target, in rule order, each sorted, less
-        those an earlier rule found (the link reaches a later rule only when those are gone);
-        rules left with none are left out. A rule with more than LINK_NOTES_MAX notes is `()`,
-        and the last: ambiguous to anyone who may see two of them (a vault's every folder with
-        its own `index.md` would store each `[[index]]` link with every other one's id). To an
-        agent that may see none of the deciding notes, the link is the first of these with a
-        note it may see, or an empty one (store.visibility)."""
-        seen: set[str] = set()
-        tiers: list[tuple[str, ...]] = []
-        for _, found in self._tiers(stem_key(target_path), source_path):
-            if tiers and len(found) > LINK_NOTES_MAX + len(seen):
-                tiers.append(())  # more than LINK_NOTES_MAX notes besides those seen: many
-                break
-            fresh = tuple(sorted(set(found) - seen))
-            if fresh:
-                tiers.append(fresh)
-                seen.update(fresh)
-        return tuple(tiers[1:])
-
     def _tiers(self, key: str, source_path: str) -> list[tuple[str, list[str]]]:
         """(how, note ids) of every rule in the order Obsidian tries them: the first with a note decides."""
         tiers = [("path", self.by_path.get(key, []))]
@@ -144,12 +128,7 @@ class NameIndex:
         return tiers
 
     def _matches(self, key: str, source_path: str) -> tuple[str, list[str]]:
-        tiers = self._tiers(key, source_path)
-        return next(((how, found) for how, found in tiers if found), tiers[-1])
-
-    def _resolve_note(self, key: str, source_path: str) -> Resolution | None:
-        how, found = self._matches(key, source_path)
-        return self._pick(found, how)
+        return _deciding(self._tiers(key, source_path))
 
     def _outside(self, key: str, source_path: str) -> Resolution | None:
         hit = self.outside.get(key)
@@ -162,6 +141,33 @@ class NameIndex:
             return None
         path, reason = hit
         return Resolution("out_of_corpus", None, f"{path}: {reason}")
+
+
+def _deciding(tiers: list[tuple[str, list[str]]]) -> tuple[str, list[str]]:
+    """The first rule with a note (else the last rule, with none)."""
+    return next(((how, found) for how, found in tiers if found), tiers[-1])
+
+
+def _later_rules(tiers: list[tuple[str, list[str]]]) -> tuple[tuple[str, ...], ...]:
+    """What the link would mean without the notes the rule that decides found: the notes of each
+    later rule that matches the target, in rule order, each sorted, less those an earlier rule
+    found (the link reaches a later rule only when those are gone); rules left with none are left
+    out. A rule with more than LINK_NOTES_MAX notes is `()`, and the last: ambiguous to anyone
+    who may see two of them (a vault's every folder with its own `index.md` would store each
+    `[[index]]` link with every other one's id). To an agent that may see none of the deciding
+    notes, the link is the first of these with a note it may see, or an empty one
+    (store.visibility)."""
+    seen: set[str] = set()
+    found_tiers: list[tuple[str, ...]] = []
+    for _, found in tiers:
+        if found_tiers and len(found) > LINK_NOTES_MAX + len(seen):
+            found_tiers.append(())  # more than LINK_NOTES_MAX notes besides those seen: many
+            break
+        fresh = tuple(sorted(set(found) - seen))
+        if fresh:
+            found_tiers.append(fresh)
+            seen.update(fresh)
+    return tuple(found_tiers[1:])
 
 
 def _relative(key: str, source_path: str) -> str | None:
