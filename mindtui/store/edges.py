@@ -1,5 +1,6 @@
 """Query functions for edges, and what a reference edge is (vault.edges derives them in Python,
-`reference_edges_sql` in SQL for an agent's view of a link that hidden notes made ambiguous)."""
+`reference_edges_sql` in SQL for an agent's view of a link that hidden notes change: one they made
+ambiguous, or one to a hidden note that a later rule resolves)."""
 
 from __future__ import annotations
 
