@@ -349,3 +349,46 @@ def test_an_agents_search_and_status_tell_nothing_of_the_owners_log_or_the_embed
         theirs = agent.search("Garten", SearchOptions())
         assert theirs.search_id is None and not any("passages" in n for n in theirs.notices)
         assert "learnt_settings" not in agent.status()
+
+
+def id_world(root: Path, hidden: bool, private_paths: list[str]) -> tuple[Vault, Settings]:
+    """A visible note declaring id `proj-01`; with `hidden`, three hidden notes sorted before it
+    declare it too (private, ai_processing: none, and one in a folder of privacy.private_paths)."""
+    if root.exists():
+        shutil.rmtree(root)
+    vault = Vault(root / "vault")
+    vault.write("Projekt.md", "---\nid: proj-01\n---\n# Projekt\n\nDas Projekt.\n")
+    if hidden:
+        vault.write("Akte.md", "---\nid: proj-01\nprivate: true\n---\n# Akte\n")
+        vault.write("Geheim.md", "---\nid: proj-01\nai_processing: none\n---\n# Geheim\n")
+        if private_paths:
+            vault.write("Archiv/Alt.md", "---\nid: proj-01\n---\n# Alt\n")
+    settings = load_settings().with_values({"db": str(root / "mindtui.db"),
+                                            "privacy": {"private_paths": private_paths}})
+    return vault, settings
+
+
+def agent_sees_id(settings) -> str:
+    with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
+        return dumped(tools.get_note(agent, {"note": "proj-01"}, "scout"))
+
+
+def test_a_hidden_note_never_takes_a_visible_notes_frontmatter_id(tmp_path):
+    """A visible note keeps its declared id when hidden notes declare it too (else an agent finds
+    it under another id, and `proj-01` says 'no note'), on a first import and when the visible
+    note that held it takes another id and a new one declares it while the hidden ones are unchanged."""
+    root = tmp_path / "world"
+    for private_paths in ([], ["Archiv/**"]):
+        outputs = {}
+        for hidden in (True, False):
+            vault, settings = id_world(root, hidden, private_paths)
+            with Service(settings, audience=Audience.OWNER, models=ModelHolder()) as owner:
+                assert owner.run_job("nightly", steps=["import"], vault=vault.root).ok
+            first = agent_sees_id(settings)
+            vault.write("Projekt.md", "---\nid: proj-02\n---\n# Projekt\n\nDas Projekt.\n")
+            vault.write("Zettel/Projekt.md", "---\nid: proj-01\n---\n# Projekt neu\n\nEin anderer Text.\n")
+            with Service(settings, audience=Audience.OWNER, models=ModelHolder()) as owner:
+                assert owner.run_job("nightly", steps=["import"], vault=vault.root).ok
+            outputs[hidden] = (first, agent_sees_id(settings))
+        assert outputs[True] == outputs[False], private_paths
+        assert json.loads(outputs[True][1])["path"] == "Zettel/Projekt.md"
