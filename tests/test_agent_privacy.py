@@ -392,3 +392,26 @@ def test_a_hidden_note_never_takes_a_visible_notes_frontmatter_id(tmp_path):
             outputs[hidden] = (first, agent_sees_id(settings))
         assert outputs[True] == outputs[False], private_paths
         assert json.loads(outputs[True][1])["path"] == "Zettel/Projekt.md"
+
+
+def test_an_agent_is_told_no_card_number_that_counts_cards_hidden_notes_decide(tmp_path):
+    """A visible note's links to hidden notes resolve for the owner: without the hidden notes each
+    would be an unresolved_link card, so the number of the card an agent's proposal gets moved."""
+    outputs = {}
+    for hidden in (True, False):
+        root = tmp_path / ("hidden" if hidden else "plain")
+        vault = Vault(root / "vault")
+        vault.write("Start.md", "# Start\n\n[[Tresor]] [[Akte]] [[Kasse]]\n")
+        if hidden:
+            for name in ("Tresor", "Akte", "Kasse"):
+                vault.write(f"Privat/{name}.md", f"---\nprivate: true\n---\n# {name}\n")
+        settings = load_settings().with_values({"db": str(root / "mindtui.db")})
+        with Service(settings, audience=Audience.OWNER, models=ModelHolder()) as owner:
+            assert owner.run_job("nightly", steps=["import"], vault=vault.root).ok
+            cards = len(owner.curation_list(kind="unresolved_link"))
+        with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
+            outputs[hidden] = dumped([tools.propose_knowledge(agent, {"type": "fact", "title": "Etwas", "about": about},
+                                                              "scout") for about in ("Niemand", "Start")])
+        assert cards == (0 if hidden else 3)
+    assert outputs[True] == outputs[False]
+    assert [d["decision"] for d in json.loads(outputs[True])] == ["card", "card"]
