@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from mindtui.cli import main
 from mindtui.store import open_database
 
@@ -70,4 +72,17 @@ def test_aliases_that_expand_exponentially_are_ignored_and_the_note_stays_privat
     assert "Basis.md" not in why and paths(db_path) == {"Lachen.md", "Basis.md", "gut.md"}
     before = dump_database(db_path)
     run_import(db_path, vault.root)
+    assert dump_database(db_path) == before
+
+
+@pytest.mark.parametrize("command", [["search", "Caf\udce9"], ["note", "Caf\udce9"], ["index", "/tmp/Caf\udce9"]])
+def test_an_argument_that_is_not_utf8_is_a_usage_error_naming_it(sample_vault, db_path, capsys, command):
+    # What a Latin-1 terminal sends for "Café": Python hands the byte over as a lone surrogate,
+    # which the database cannot bind (a traceback before).
+    run_import(db_path, sample_vault.root)
+    before = dump_database(db_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--db", str(db_path), *command])
+    assert exit_info.value.code == 2
+    assert "argument" in (err := capsys.readouterr().err) and "Caf\\xe9' is not valid UTF-8" in err
     assert dump_database(db_path) == before

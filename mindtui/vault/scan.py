@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mindtui.locations import not_utf8
 from mindtui.text.globs import excluded_by
 
 
@@ -44,21 +45,6 @@ class ScanResult:
 
 def is_markdown(name: str) -> bool:
     return name.lower().endswith(".md")
-
-
-def _undecodable(name: str) -> bool:
-    """Whether a file name is not UTF-8 (os gives its bytes as lone surrogates): no path the
-    store, a link or a terminal can hold names it."""
-    try:
-        name.encode("utf-8")
-        return False
-    except UnicodeEncodeError:
-        return True
-
-
-def _shown(name: str) -> str:
-    """The name as text, its bytes that are not UTF-8 written as \\xNN."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def _inside(path: str, root: str) -> bool:
@@ -106,8 +92,9 @@ def scan_vault(
             if entry.name.startswith("."):
                 continue
             child_rel = f"{rel}/{entry.name}" if rel else entry.name
-            if _undecodable(entry.name):
-                warn(_shown(child_rel), "the name is not valid UTF-8: skipped (rename it to index it)")
+            shown = not_utf8(child_rel)
+            if shown is not None:
+                warn(shown, "the name is not valid UTF-8: skipped (rename it to index it)")
                 continue
             try:
                 if entry.is_symlink():
