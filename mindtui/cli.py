@@ -28,7 +28,7 @@ from mindtui.console import JsonProgress, StderrProgress, json_line
 from mindtui.service import (
     EVAL_KINDS, NEIGHBOUR_GROUPS, SEARCH_MODES, Audience, CancelToken, ConfigError, DatabaseError, InputError,
     JobLockedError, MindtuiError, NoteNotFound, NotAllowed, OperationFailed, SearchOptions, Service,
-    compare_eval_reports, format_eval_report, format_graph_stats, store_failure,
+    compare_eval_reports, format_eval_report, format_graph_stats, not_utf8, store_failure,
 )
 from mindtui.service.job_process import discard_job_config
 
@@ -450,6 +450,9 @@ def _wants_tui(args: argparse.Namespace) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    odd = next(filter(None, map(not_utf8, sys.argv[1:] if argv is None else argv)), None)
+    if odd is not None:
+        parser.error(f"argument '{odd}' is not valid UTF-8 (is the terminal set to another encoding?)")  # exit 2
     args = parser.parse_args(argv)
     if args.when_told and not args.job:
         parser.error("--when-told needs --job NAME: it makes a job's child wait to be told to run it")  # exit 2

@@ -349,3 +349,69 @@ def test_an_agents_search_and_status_tell_nothing_of_the_owners_log_or_the_embed
         theirs = agent.search("Garten", SearchOptions())
         assert theirs.search_id is None and not any("passages" in n for n in theirs.notices)
         assert "learnt_settings" not in agent.status()
+
+
+def id_world(root: Path, hidden: bool, private_paths: list[str]) -> tuple[Vault, Settings]:
+    """A visible note declaring id `proj-01`; with `hidden`, three hidden notes sorted before it
+    declare it too (private, ai_processing: none, and one in a folder of privacy.private_paths)."""
+    if root.exists():
+        shutil.rmtree(root)
+    vault = Vault(root / "vault")
+    vault.write("Projekt.md", "---\nid: proj-01\n---\n# Projekt\n\nDas Projekt.\n")
+    if hidden:
+        vault.write("Akte.md", "---\nid: proj-01\nprivate: true\n---\n# Akte\n")
+        vault.write("Geheim.md", "---\nid: proj-01\nai_processing: none\n---\n# Geheim\n")
+        if private_paths:
+            vault.write("Archiv/Alt.md", "---\nid: proj-01\n---\n# Alt\n")
+    settings = load_settings().with_values({"db": str(root / "mindtui.db"),
+                                            "privacy": {"private_paths": private_paths}})
+    return vault, settings
+
+
+def agent_sees_id(settings) -> str:
+    with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
+        return dumped(tools.get_note(agent, {"note": "proj-01"}, "scout"))
+
+
+def test_a_hidden_note_never_takes_a_visible_notes_frontmatter_id(tmp_path):
+    """A visible note keeps its declared id when hidden notes declare it too (else an agent finds
+    it under another id, and `proj-01` says 'no note'), on a first import and when the visible
+    note that held it takes another id and a new one declares it while the hidden ones are unchanged."""
+    root = tmp_path / "world"
+    for private_paths in ([], ["Archiv/**"]):
+        outputs = {}
+        for hidden in (True, False):
+            vault, settings = id_world(root, hidden, private_paths)
+            with Service(settings, audience=Audience.OWNER, models=ModelHolder()) as owner:
+                assert owner.run_job("nightly", steps=["import"], vault=vault.root).ok
+            first = agent_sees_id(settings)
+            vault.write("Projekt.md", "---\nid: proj-02\n---\n# Projekt\n\nDas Projekt.\n")
+            vault.write("Zettel/Projekt.md", "---\nid: proj-01\n---\n# Projekt neu\n\nEin anderer Text.\n")
+            with Service(settings, audience=Audience.OWNER, models=ModelHolder()) as owner:
+                assert owner.run_job("nightly", steps=["import"], vault=vault.root).ok
+            outputs[hidden] = (first, agent_sees_id(settings))
+        assert outputs[True] == outputs[False], private_paths
+        assert json.loads(outputs[True][1])["path"] == "Zettel/Projekt.md"
+
+
+def test_an_agent_is_told_no_card_number_that_counts_cards_hidden_notes_decide(tmp_path):
+    """A visible note's links to hidden notes resolve for the owner: without the hidden notes each
+    would be an unresolved_link card, so the number of the card an agent's proposal gets moved."""
+    outputs = {}
+    for hidden in (True, False):
+        root = tmp_path / ("hidden" if hidden else "plain")
+        vault = Vault(root / "vault")
+        vault.write("Start.md", "# Start\n\n[[Tresor]] [[Akte]] [[Kasse]]\n")
+        if hidden:
+            for name in ("Tresor", "Akte", "Kasse"):
+                vault.write(f"Privat/{name}.md", f"---\nprivate: true\n---\n# {name}\n")
+        settings = load_settings().with_values({"db": str(root / "mindtui.db")})
+        with Service(settings, audience=Audience.OWNER, models=ModelHolder()) as owner:
+            assert owner.run_job("nightly", steps=["import"], vault=vault.root).ok
+            cards = len(owner.curation_list(kind="unresolved_link"))
+        with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
+            outputs[hidden] = dumped([tools.propose_knowledge(agent, {"type": "fact", "title": "Etwas", "about": about},
+                                                              "scout") for about in ("Niemand", "Start")])
+        assert cards == (0 if hidden else 3)
+    assert outputs[True] == outputs[False]
+    assert [d["decision"] for d in json.loads(outputs[True])] == ["card", "card"]

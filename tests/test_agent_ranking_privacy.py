@@ -40,7 +40,7 @@ def ranking_world(root: Path, hidden: bool) -> Path:
     """Two visible notes the query matches (Obst: "Apfel" twice; Markt: "Birne" once), visible
     filler, and (hidden=True) hidden notes full of "Apfel" of every kind: private, `ai_processing:
     none`, in a folder only the reader's privacy.private_paths hides, and one only linked to (its
-    anchor-text row holds the linking line's words). Hidden files sort first: their chunks take
+    anchor-text row holds the linking line's words) and long. Hidden files sort first: their chunks take
     the low row ids."""
     if root.exists():
         shutil.rmtree(root)
@@ -50,7 +50,10 @@ def ranking_world(root: Path, hidden: bool) -> Path:
             vault.write(f"A-Privat/Apfel{n}.md", f"---\nprivate: true\n---\n# Sorte {n}\n\nApfel und Apfel.\n")
         vault.write("A-Ohne-KI/Apfelkuchen.md", "---\nai_processing: none\n---\n# Kuchen\n\nApfel Apfel Apfel.\n")
         vault.write("A-Spaeter/Apfelbaum.md", "# Baum\n\nApfel am Baum.\n")
-        vault.write("A-Privat/Ernte.md", "---\nprivate: true\n---\n# Ernte\n\nViel Arbeit.\n")
+        # One chunk of 200 words: its length is a docsize varint of two bytes (big-endian, once read
+        # the other way round).
+        rows = " ".join(["ab"] * 200)
+        vault.write("A-Privat/Ernte.md", f"---\nprivate: true\n---\n# Ernte\n\nViel Arbeit: {rows}.\n")
     vault.write("Obst.md", "# Obst\n\nEin Apfel, noch ein Apfel, dazu etwas Wetter.\n")
     vault.write("Markt.md", "# Markt\n\nEine Birne vom Markt und etwas Wetter.\n")
     # A visible line naming the query word links to the hidden Ernte (missing to the agent); in

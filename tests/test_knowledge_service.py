@@ -87,7 +87,7 @@ def test_an_agent_proposes_as_an_agent_only_and_is_told_no_card_reasons(settings
         with pytest.raises(NotAllowed):
             agent.knowledge_edit(1, title="x")
         held = agent.knowledge_submit(proposal(about="Hidden Person", quote="q"), "agent:scout")
-        assert held.decision == "card" and held.reason == "held for the owner's review" and held.card_id
+        assert held.decision == "card" and held.reason == "held for the owner's review" and held.card_id is None
         added = agent.knowledge_submit(proposal(about="Emre", quote="q"), "agent:scout")
         assert added.decision == "add" and added.item_id is not None
         assert agent.knowledge_item(added.item_id).status == "draft"

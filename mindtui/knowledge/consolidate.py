@@ -5,6 +5,9 @@ In order, in one transaction:
    confirmed one, else a shared one, else the oldest; their sources count for it;
 2. a draft that two independent sources state becomes confirmed (independent: different notes,
    agents, the owner, job runs; two callouts in one note are one source);
+   in both, an item agents may see counts only what agents may see: it is never merged with an
+   item hidden from them, nor confirmed by a hidden note (else an agent would find a visible item
+   ended, or confirmed, because a private note states the same);
 3. an item whose source is a note's text is flagged stale when that note is gone or the chunk it
    stood in changed (and unflagged when the text is back); callout items are kept by the import's
    callout sync, which compares each callout. Notes with `ai_processing: none` are not read;
@@ -78,9 +81,10 @@ def _rank(item: life.LifeItem, shared: set[int]) -> tuple:
 
 
 def supersede_duplicates(conn: apsw.Connection, now: str) -> int:
-    groups: dict[str, list[life.LifeItem]] = {}
+    seen_by_agents = life.items_open_to_agents(conn)
+    groups: dict[tuple[str, bool], list[life.LifeItem]] = {}
     for item in life.current_items(conn):
-        groups.setdefault(item.statement_hash, []).append(item)
+        groups.setdefault((item.statement_hash, item.item_id in seen_by_agents), []).append(item)
     done = 0
     for group in groups.values():
         if len(group) < 2:
@@ -99,11 +103,13 @@ def supersede_duplicates(conn: apsw.Connection, now: str) -> int:
 
 def confirm_corroborated(conn: apsw.Connection, settings: Settings, now: str) -> int:
     done = 0
+    seen_by_agents, hidden_notes = life.items_open_to_agents(conn), life.notes_hidden_from_agents(conn)
     for item in life.current_items(conn):
         if item.status != "draft":
             continue
         keys = {independent_key(item.source_type, item.source_id)}
-        keys.update(independent_key(t, i) for t, i in life.sources_of(conn, item.item_id))
+        keys.update(independent_key(t, i) for t, i in life.sources_of(conn, item.item_id)
+                    if item.item_id not in seen_by_agents or t != "note" or i.partition("#")[0] not in hidden_notes)
         if len(keys) < 2:
             continue
         life.confirm(conn, item.item_id, boosted(item.importance, settings), now)

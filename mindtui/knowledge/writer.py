@@ -103,6 +103,7 @@ class _Ctx:
     now: str
     notes: list[str]  # remarks for the reason (an embedding that failed, ...)
     about_conn: apsw.Connection  # where `about` is resolved (the proposer's view of the notes)
+    agents_only: bool = False  # compared only with items agents may see (_comparable)
 
 
 def submit(conn: apsw.Connection, settings: Settings, proposal: Proposal, source: Source, *, embedder=None,
@@ -183,6 +184,7 @@ def _decide(ctx: _Ctx) -> Decision:
             return Decision("invalid", f"about {proposal.about!r} names no single note")
         return _card(ctx, "unresolved_entity", subject, _unresolved_reason(subject, ctx.settings),
                      {"name": subject.unresolved, "candidates": list(subject.candidates)}, statement_hash(proposal, subject))
+    ctx.agents_only = _seen_by_agents(ctx, subject)
     target_id = ctx.target if ctx.force in ("supersede", "merge") else proposal.supersedes
     target = store.get_item(conn, target_id) if target_id is not None else None
     if target_id is not None:
@@ -193,7 +195,7 @@ def _decide(ctx: _Ctx) -> Decision:
     if ctx.force == "merge":
         return _corroborate(ctx, target, "merged into item {id} by the owner")
     digest = statement_hash(proposal, subject)
-    same = store.current_with_statement(conn, digest)
+    same = _comparable(ctx, store.current_with_statement(conn, digest))
     if same:
         return _same_statement(ctx, same[0])
     if ctx.force is None and source.type in ctx.settings.knowledge.quote_required_for and not proposal.quote:
@@ -221,6 +223,23 @@ def _decide(ctx: _Ctx) -> Decision:
                          f"another {proposal.type} on the same subject is current (item {ids}): the owner decides",
                          {"item_id": conflicting[0].item_id, "items": [_summary(i) for i in conflicting]}, digest, item_key=conflicting[0].item_id)
     return _add(ctx, subject, digest, None)
+
+
+def _seen_by_agents(ctx: _Ctx, subject: Subject) -> bool:
+    """A note's statement (a callout) that agents will see as an item: shared, from a note and
+    about a note agents may see. It is compared with the items agents may see only: were it
+    taken as the same as, near or against an item stated only in a private note, an agent would
+    find no item (or a card) where, without that note, it finds this one."""
+    notes = [n for n in (ctx.source.note_id, subject.note_id) if n]
+    return (ctx.source.type == "note" and ctx.proposal.visibility == "shared"
+            and all(store.note_open_to_agents(ctx.conn, n) for n in notes))
+
+
+def _comparable(ctx: _Ctx, items: list[store.KnowledgeItem]) -> list[store.KnowledgeItem]:
+    if not ctx.agents_only or not items:
+        return items
+    seen = store.open_to_agents(ctx.conn, [i.item_id for i in items])
+    return [i for i in items if i.item_id in seen]
 
 
 def _unresolved_reason(subject: Subject, settings: Settings) -> str:
@@ -269,7 +288,7 @@ def _corroborate(ctx: _Ctx, item: store.KnowledgeItem, reason: str) -> Decision:
 
 
 def _near_duplicate(ctx: _Ctx, subject: Subject) -> tuple[store.KnowledgeItem, float, str] | None:
-    others = store.current_on_subject(ctx.conn, subject.note_id, subject.topic_key)
+    others = _comparable(ctx, store.current_on_subject(ctx.conn, subject.note_id, subject.topic_key))
     if not others:
         return None
     threshold = ctx.settings.knowledge.near_duplicate_cosine
@@ -297,7 +316,7 @@ def _vectors_of(ctx: _Ctx, items: list[store.KnowledgeItem]) -> dict[int, np.nda
 def _contradicting(ctx: _Ctx, subject: Subject) -> list[store.KnowledgeItem]:
     if ctx.proposal.type not in CONTRADICTION_TYPES or (subject.note_id is None and subject.topic is None):
         return []
-    return [item for item in store.current_on_subject(ctx.conn, subject.note_id, subject.topic_key)
+    return [item for item in _comparable(ctx, store.current_on_subject(ctx.conn, subject.note_id, subject.topic_key))
             if item.type == ctx.proposal.type and item.source_id != ctx.source.id]
 
 

@@ -206,9 +206,10 @@ class KnowledgeDesk:
         if self.audience is Audience.OWNER or decision.own_input:
             return decision
         visible = decision.item_id is not None and self._agent_sees(decision.item_id)
-        # A card's id tells nothing of what it holds (the queue is the owner's): the agent may quote it.
+        # No card id: a row id, it counts the owner's cards, and hidden notes decide some of them (a
+        # visible note's link to a hidden one is no unresolved_link card), so it moved with them.
         return Decision(decision.decision, AGENT_REASONS.get(decision.decision, decision.decision),
-                        decision.item_id if visible else None, decision.card_id, own_input=decision.own_input)
+                        decision.item_id if visible else None, None, own_input=decision.own_input)
 
     def _agent_sees(self, item_id: int) -> bool:
         with self.pool.connection() as pooled:

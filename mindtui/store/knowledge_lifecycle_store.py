@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import apsw
 
 from mindtui.store import knowledge_store
-from mindtui.store.visibility import model_readable
+from mindtui.store.visibility import hidden_by_flags, item_open_to_agents, model_readable
 
 CALLOUT_MARK = "#callout:"  # a callout item's source_id: '<note_id>#callout:<type>:<ordinal>'
 WRITER_KINDS = ("unresolved_entity", "duplicate", "contradiction", "missing_quote")
@@ -48,6 +48,17 @@ _COLUMNS = ("item_id, type, title, body, about_note_id, about_topic, status, sou
 def _items(conn: apsw.Connection, where: str, args: tuple = ()) -> list[LifeItem]:
     return [LifeItem(*row) for row in conn.execute(
         f"SELECT {_COLUMNS} FROM main.knowledge_items WHERE {where} ORDER BY item_id", args)]
+
+
+def items_open_to_agents(conn: apsw.Connection) -> set[int]:
+    """The current items an agent may see, by the flags stored at import."""
+    return {row[0] for row in conn.execute(
+        f"SELECT k.item_id FROM main.knowledge_items k WHERE k.is_current = 1 AND {item_open_to_agents('k')}")}
+
+
+def notes_hidden_from_agents(conn: apsw.Connection) -> set[str]:
+    """The notes an agent may not see, by the flags stored at import (few: read by their index)."""
+    return {row[0] for row in conn.execute(f"SELECT n.note_id FROM main.notes n WHERE {hidden_by_flags('n')}")}
 
 
 def get_item(conn: apsw.Connection, item_id: int) -> LifeItem | None:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import apsw
 
 from mindtui.store import visible_rank
+from mindtui.store.visibility import item_open_to_agents
+from mindtui.store.visibility import open_to_agents as open_to_agents_sql
 from mindtui.text import analysis
 from mindtui.text.names import exact_key, passage_text
 
@@ -89,6 +91,19 @@ def items_by_id(conn: apsw.Connection, item_ids: list[int]) -> dict[int, Knowled
     marks = ",".join("?" * len(item_ids))
     return {row[0]: _item(row) for row in conn.execute(
         f"SELECT {_COLUMNS} FROM knowledge_items k WHERE k.item_id IN ({marks})", list(item_ids))}
+
+
+def open_to_agents(conn: apsw.Connection, item_ids: list[int]) -> set[int]:
+    """Those of the items an agent may see, by the flags stored at import."""
+    marks = ",".join("?" * len(item_ids))
+    return {row[0] for row in conn.execute(
+        f"SELECT k.item_id FROM main.knowledge_items k WHERE k.item_id IN ({marks}) AND {item_open_to_agents('k')}",
+        item_ids)} if item_ids else set()
+
+
+def note_open_to_agents(conn: apsw.Connection, note_id: str) -> bool:
+    return conn.execute(f"SELECT 1 FROM main.notes n WHERE n.note_id = ? AND {open_to_agents_sql('n')}",
+                        (note_id,)).fetchone() is not None
 
 
 def current_with_statement(conn: apsw.Connection, statement_hash: str) -> list[KnowledgeItem]:

@@ -9,7 +9,7 @@ from typing import Iterable, Iterator
 import apsw
 
 from mindtui.store.names import insert_names
-from mindtui.store.visibility import model_readable
+from mindtui.store.visibility import model_readable, open_to_agents
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class NoteState:
     declared_id: str | None
     aliases: list[str]
     parsed_with: str  # the import fingerprint it was written with ('' before there was one)
+    hidden_by_flags: bool = False  # stored private or ai_processing: none (decides duplicate ids)
 
 
 @dataclass(frozen=True)
@@ -95,13 +96,14 @@ class LinkRecord:
 
 def load_note_states(conn: apsw.Connection) -> dict[str, NoteState]:
     rows = conn.execute(
-        "SELECT note_id, path, size, mtime_ns, content_hash, declared_id, aliases, parsed_with FROM notes"
+        "SELECT note_id, path, size, mtime_ns, content_hash, declared_id, aliases, parsed_with,"
+        f" NOT ({open_to_agents('notes')}) FROM notes"
     )
     # Most notes have no aliases: '[]' is not decoded (100k json.loads are a tenth of a re-run).
     return {
         path: NoteState(note_id, path, size, mtime_ns, content_hash, declared_id,
-                        [] if aliases == "[]" else json.loads(aliases), parsed_with)
-        for note_id, path, size, mtime_ns, content_hash, declared_id, aliases, parsed_with in rows
+                        [] if aliases == "[]" else json.loads(aliases), parsed_with, bool(hidden))
+        for note_id, path, size, mtime_ns, content_hash, declared_id, aliases, parsed_with, hidden in rows
     }
 
 

@@ -72,6 +72,21 @@ def hidden_by_flags(note: str) -> str:
     return f"({note}.private = 1 OR {note}.ai_processing = 0)"
 
 
+def item_visible(item: str, note_visible) -> str:
+    """SQL: an agent may see the knowledge_items row aliased `item`: shared, and its source note
+    and subject note (when it has them) pass `note_visible(column)`."""
+    return (f"{item}.visibility = 'shared'"
+            f" AND ({item}.source_note_id IS NULL OR {note_visible(item + '.source_note_id')})"
+            f" AND ({item}.about_note_id IS NULL OR {note_visible(item + '.about_note_id')})")
+
+
+def item_open_to_agents(item: str) -> str:
+    """SQL: by the flags stored at import, an agent may see the knowledge_items row aliased `item`
+    (the consolidation keeps such items apart from the others)."""
+    return item_visible(item, lambda column: f"EXISTS (SELECT 1 FROM main.notes n WHERE n.note_id = {column}"
+                                             f" AND {open_to_agents('n')})")
+
+
 def seen_by_reader(note_id: str) -> str:
     """SQL: the connection that runs the query sees the note `note_id` (its `notes`: an agent's
     hide what `restrict` hides, an owner's show every note)."""
@@ -108,9 +123,7 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
                 f" AND NOT ({visible_note}))")
 
     def _visible_item(alias: str) -> str:
-        return (f"{alias}.visibility = 'shared'"
-                f" AND ({alias}.source_note_id IS NULL OR {_visible(alias + '.source_note_id')})"
-                f" AND ({alias}.about_note_id IS NULL OR {_visible(alias + '.about_note_id')})")
+        return item_visible(alias, _visible)
 
     item_columns = _columns(conn, "knowledge_items", "k", {
         # A visible item superseded by one the agent may not see was, to the agent, just ended.

@@ -68,13 +68,20 @@ _HIDDEN: weakref.WeakKeyDictionary[apsw.Connection, dict[str, _HiddenRows]] = we
 
 
 def _varints(blob: bytes):
-    value = shift = 0
+    """The numbers of a docsize record: SQLite varints (big-endian groups of 7 bits, the high bit
+    set on all but the last byte; a ninth byte gives all 8 bits). Read little-endian, a column of
+    128 tokens or more came out wrong, and so did the visible rows' average length."""
+    value = length = 0
     for byte in blob:
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            yield value
-            value = shift = 0
+        length += 1
+        if length == 9:
+            yield (value << 8) | byte
+            value = length = 0
+        elif byte & 0x80:
+            value = (value << 7) | (byte & 0x7F)
+        else:
+            yield (value << 7) | byte
+            value = length = 0
 
 
 def _hidden_chunk_rows(conn: apsw.Connection) -> set[int]:

@@ -3,9 +3,9 @@
 A value YAML types but cannot build (`created: 2023-02-30`, an integer of 5,000 digits) is kept as
 the text written, with a warning naming it: the rest of the frontmatter stays usable. Frontmatter
 that cannot be used as a whole (malformed YAML, a list or a scalar instead of a mapping, a value
-that contains itself through an alias, nesting deeper than MAX_DEPTH) is ignored with a warning;
-the note's body is imported as usual and its consent flags are read from the lines
-(`flags.read_flags_from_lines`).
+that contains itself through an alias, aliases that expand it past twice its text, nesting deeper
+than MAX_DEPTH) is ignored with a warning; the note's body is imported as usual and its consent
+flags are read from the lines (`flags.read_flags_from_lines`).
 """
 
 from __future__ import annotations
@@ -58,9 +58,25 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _json_safe(value, depth: int = 0, path: tuple[int, ...] = ()):
+class _Budget:
+    """How much the frontmatter may grow to: YAML aliases repeat what an anchor holds without
+    writing it again, so nine lines of nine aliases each (the "billion laughs") stand for 9**9
+    strings. Written-out frontmatter never grows past its own text: what YAML builds is allowed
+    twice that (a merge key `<<: *base` copies a mapping), plus room for small ones."""
+
+    def __init__(self, text: str) -> None:
+        self.left = 2 * len(text) + 10_000
+
+    def spend(self, size: int) -> None:
+        self.left -= size
+        if self.left < 0:
+            raise _Unusable("YAML aliases expand it to more than twice its own text")
+
+
+def _json_safe(value, budget: _Budget, depth: int = 0, path: tuple[int, ...] = ()):
     """The value with str keys and JSON types only. `path` holds the ids of the containers above
     (a YAML alias can put a list inside itself)."""
+    budget.spend(len(value) + 1 if isinstance(value, str) else 1)
     if isinstance(value, (dict, list, tuple, set)):
         if id(value) in path:
             raise _Unusable("a value contains itself (a YAML alias inside its own anchor)")
@@ -68,8 +84,8 @@ def _json_safe(value, depth: int = 0, path: tuple[int, ...] = ()):
             raise _Unusable(f"it is nested deeper than {MAX_DEPTH} levels")
         inner = path + (id(value),)
         if isinstance(value, dict):
-            return {_key(k): _json_safe(v, depth + 1, inner) for k, v in value.items()}
-        return [_json_safe(v, depth + 1, inner) for v in value]
+            return {_key(k, budget): _json_safe(v, budget, depth + 1, inner) for k, v in value.items()}
+        return [_json_safe(v, budget, depth + 1, inner) for v in value]
     if isinstance(value, str):
         return value if value.isascii() else value.encode("utf-8", "replace").decode("utf-8")  # lone surrogates
     if isinstance(value, float) and not math.isfinite(value):
@@ -81,8 +97,8 @@ def _json_safe(value, depth: int = 0, path: tuple[int, ...] = ()):
     return str(value)
 
 
-def _key(key) -> str:
-    return _json_safe(key if isinstance(key, str) else str(key))
+def _key(key, budget: _Budget) -> str:
+    return _json_safe(key if isinstance(key, str) else str(key), budget)
 
 
 def _load(fm_text: str) -> tuple[object, list[str]]:
@@ -123,7 +139,7 @@ def split_frontmatter(text: str) -> tuple[dict, str, int, list[str], list[str]]:
             return {}, body, start_line, fm_lines, []
         if not isinstance(data, dict):
             return {}, body, start_line, fm_lines, [f"frontmatter is a {type(data).__name__}, not a mapping; ignored"]
-        metadata = _json_safe(data)
+        metadata = _json_safe(data, _Budget(fm_text))
     except _Unusable as exc:
         return {}, body, start_line, fm_lines, [f"YAML frontmatter cannot be kept: {exc}; frontmatter ignored"]
     # YAML is a large parser run on text from anywhere: whatever it raises is this note's problem

@@ -43,6 +43,7 @@ from mindtui.store import usage_store
 from mindtui.store.batch import WriteBatches, immediate, page_cache, wal_checkpoints_every, write_batches
 from mindtui.store.identity import move_note_data
 from mindtui.store.meta import VAULT_KEY, set_meta
+from mindtui.text.globs import excluded_by
 from mindtui.vault.edges import reference_edges
 from mindtui.vault.links import anchor_text
 from mindtui.vault.markdown import NotMarkdownError
@@ -355,8 +356,10 @@ class VaultImporter:
                     files: dict[str, VaultFile], out_of_corpus: dict[str, str]) -> dict[str, str]:
         """0. A note kept as it was (it cannot be read now) keeps its id: nothing may take it.
         1. A frontmatter id belongs to the note that has it already (at its path, or the note it
-           was renamed from); otherwise to the first path, in sort order, that declares it. So a
-           copy of a note never takes the original's id, and a clean run decides by sort order.
+           was renamed from); otherwise to the first path, in sort order, that declares it, a note
+           agents may see before a hidden one (else an agent would find the visible note under
+           another id than in the vault without the hidden one). So a copy of a note never takes
+           the original's id, and a clean run decides by sort order.
         2. Otherwise a note keeps the id it had (same path, or the note it was renamed from).
         3. A new note gets a hash of its path (made unique if a kept id already uses it).
         An unchanged note whose id changed is read again (it is rewritten under the new id)."""
@@ -364,6 +367,8 @@ class VaultImporter:
         taken = set(ids.values())
         declared = {p: f.declared_id for p, f in heads.items()}
         declared.update({p: s.declared_id for p, s in unchanged.items()})
+        hidden = {p: f.hidden_by_flags or excluded_by(p, self.private_paths) is not None
+                  for p, f in [*heads.items(), *unchanged.items()]}
         previous = {p: states.get(p) or renames.get(p) for p in declared}
         claims: dict[str, list[str]] = defaultdict(list)
         for path in sorted(declared):
@@ -371,7 +376,7 @@ class VaultImporter:
                 claims[declared[path]].append(path)
         for value, paths in claims.items():
             holders = [p for p in paths if previous[p] is not None and previous[p].note_id == value]
-            winner = None if value in taken else (holders or paths)[0]
+            winner = None if value in taken else (holders or sorted(paths, key=hidden.__getitem__))[0]
             if winner is not None:
                 ids[winner] = value
                 taken.add(value)

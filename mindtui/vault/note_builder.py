@@ -87,6 +87,13 @@ class FileHead:
     content_hash: str
     declared_id: str | None
     aliases: list[str]
+    hidden_by_flags: bool = False  # private or ai_processing: none (flags_hide), decides duplicate ids
+
+
+def flags_hide(metadata: dict, unreadable_lines: list[str] | None = None) -> bool:
+    """Whether the frontmatter's consent flags keep the note from agents (as build_rows reads them)."""
+    flags = read_flags(metadata) if unreadable_lines is None else read_flags_from_lines(unreadable_lines)
+    return flags.private or not flags.ai_processing
 
 
 _FRONTMATTER_STARTS = (b"---", b"\xef\xbb\xbf---")  # with or without a UTF-8 byte order mark
@@ -96,8 +103,11 @@ def read_head(path: str, data: bytes, size: int, mtime_ns: int) -> FileHead:
     """The file's head: its frontmatter read as parse_file reads it (only a file that starts with
     '---' has one: most are not decoded here). Raises markdown.NotMarkdownError for binary content."""
     reject_binary(data)
-    metadata = split_frontmatter(decode(data)[0])[0] if data.startswith(_FRONTMATTER_STARTS) else {}
-    return FileHead(path, size, mtime_ns, sha256_hex(data), declared_id(metadata), aliases_of(metadata))
+    metadata, lines, warnings = {}, [], []
+    if data.startswith(_FRONTMATTER_STARTS):
+        metadata, _body, _start, lines, warnings = split_frontmatter(decode(data)[0])
+    hidden = flags_hide(metadata, lines if warnings and not metadata else None)
+    return FileHead(path, size, mtime_ns, sha256_hex(data), declared_id(metadata), aliases_of(metadata), hidden)
 
 
 def parse_file(path: str, data: bytes, size: int, mtime_ns: int, registry: TypeRegistry) -> ParsedFile:

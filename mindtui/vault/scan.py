@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mindtui.locations import not_utf8
 from mindtui.text.globs import excluded_by
 
 
@@ -91,6 +92,10 @@ def scan_vault(
             if entry.name.startswith("."):
                 continue
             child_rel = f"{rel}/{entry.name}" if rel else entry.name
+            shown = not_utf8(child_rel)
+            if shown is not None:
+                warn(shown, "the name is not valid UTF-8: skipped (rename it to index it)")
+                continue
             try:
                 if entry.is_symlink():
                     deferred.append((entry, child_rel))

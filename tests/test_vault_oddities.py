@@ -1,0 +1,88 @@
+"""What a real vault's file system and frontmatter hold beyond the nasty corpus: names that are
+not UTF-8, aliases that expand exponentially. Each is a warning naming the file; every other note
+imports and a second run changes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from mindtui.cli import main
+from mindtui.store import open_database
+
+from conftest import dump_database, run_import
+
+
+def _rows(db_path, sql: str) -> list[tuple]:
+    conn = open_database(db_path, migrate=False)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def paths(db_path) -> set[str]:
+    return {path for (path,) in _rows(db_path, "SELECT path FROM notes")}
+
+
+def _write_raw(folder, name: bytes, data: bytes) -> None:
+    with open(os.fsencode(folder) + b"/" + name, "wb") as handle:
+        handle.write(data)
+
+
+def test_a_name_that_is_not_utf8_is_a_warning_and_the_rest_imports(vault, db_path, capsys):
+    vault.write("gut.md", "Gut, mit [[Café]].\n")
+    _write_raw(vault.root, b"Caf\xe9.md", b"Ein Name in Latin-1.\n")  # as an old Windows copy writes it
+    os.mkdir(os.fsencode(vault.root) + b"/Ordner\xff")
+    _write_raw(os.fsencode(vault.root) + b"/Ordner\xff", b"drin.md", b"Im Ordner.\n")
+    report = run_import(db_path, vault.root)
+    why = {w.path: w.reason for w in report.warnings}
+    assert "not valid UTF-8" in why["Caf\\xe9.md"] and "not valid UTF-8" in why["Ordner\\xff"]
+    assert paths(db_path) == {"gut.md"}
+    before = dump_database(db_path)
+    # The CLI's report (stdout JSON, the job's stored report) carries the name readably.
+    assert main(["--db", str(db_path), "--json", "-q", "index", str(vault.root)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {w["path"] for w in out["warnings"]} >= {"Caf\\xe9.md", "Ordner\\xff"}
+    assert dump_database(db_path) == before
+
+
+def laughs(levels: int) -> str:
+    """Frontmatter whose aliases stand for 9**levels strings in `levels` short lines."""
+    lines = ['l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines)
+
+
+def test_aliases_that_expand_exponentially_are_ignored_and_the_note_stays_private(vault, db_path):
+    # 9**6 strings here (a second's work to build); 9**9, the "billion laughs", took 8 GB and
+    # eight minutes, then failed the whole import writing a frontmatter of more than a GB.
+    vault.write("Lachen.md", f"---\nprivate: true\n{laughs(6)}\n---\nText bleibt.\n")
+    vault.write("Basis.md", "---\nbasis: &basis {tags: [geerbt], typ: x}\n<<: *basis\ntitle: Erbe\n---\nMerge.\n")
+    vault.write("gut.md", "Gut.\n")
+    report = run_import(db_path, vault.root)
+    why = {w.path: w.reason for w in report.warnings}
+    assert "YAML aliases expand it to more than twice its own text" in why["Lachen.md"]
+    (private, frontmatter), = _rows(db_path, "SELECT private, frontmatter FROM notes WHERE path = 'Lachen.md'")
+    assert private == 1 and frontmatter == "{}"
+    (tags, title), = _rows(db_path, "SELECT tags, title FROM notes WHERE path = 'Basis.md'")
+    assert (json.loads(tags), title) == (["geerbt"], "Erbe")  # a merge key copies a mapping: kept
+    assert "Basis.md" not in why and paths(db_path) == {"Lachen.md", "Basis.md", "gut.md"}
+    before = dump_database(db_path)
+    run_import(db_path, vault.root)
+    assert dump_database(db_path) == before
+
+
+@pytest.mark.parametrize("command", [["search", "Caf\udce9"], ["note", "Caf\udce9"], ["index", "/tmp/Caf\udce9"]])
+def test_an_argument_that_is_not_utf8_is_a_usage_error_naming_it(sample_vault, db_path, capsys, command):
+    # What a Latin-1 terminal sends for "Café": Python hands the byte over as a lone surrogate,
+    # which the database cannot bind (a traceback before).
+    run_import(db_path, sample_vault.root)
+    before = dump_database(db_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--db", str(db_path), *command])
+    assert exit_info.value.code == 2
+    assert "argument" in (err := capsys.readouterr().err) and "Caf\\xe9' is not valid UTF-8" in err
+    assert dump_database(db_path) == before
