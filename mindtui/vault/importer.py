@@ -26,7 +26,6 @@ what only the database holds hangs on that id.
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -49,8 +48,9 @@ from mindtui.vault.links import anchor_text
 from mindtui.vault.markdown import NotMarkdownError
 from mindtui.vault.note_builder import (
     PLAIN_TEXT_MARK, FileHead, NoteRows, ParsedFile, as_plain_text, build_rows, failure_reason, import_fingerprint,
-    parse_file, path_note_id, plain_file, read_head, sha256_hex,
+    parse_file, plain_file, read_head, sha256_hex,
 )
+from mindtui.vault.note_ids import settle_ids
 from mindtui.vault import relink
 from mindtui.vault import run_totals
 from mindtui.vault.renames import match_renames
@@ -354,47 +354,15 @@ class VaultImporter:
     def _settle_ids(self, heads: dict[str, FileHead], unchanged: dict[str, note_store.NoteState],
                     kept: dict[str, note_store.NoteState], renames: dict, states: dict,
                     files: dict[str, VaultFile], out_of_corpus: dict[str, str]) -> dict[str, str]:
-        """0. A note kept as it was (it cannot be read now) keeps its id: nothing may take it.
-        1. A frontmatter id belongs to the note that has it already (at its path, or the note it
-           was renamed from); otherwise to the first path, in sort order, that declares it, a note
-           agents may see before a hidden one (else an agent would find the visible note under
-           another id than in the vault without the hidden one). So a copy of a note never takes
-           the original's id, and a clean run decides by sort order.
-        2. Otherwise a note keeps the id it had (same path, or the note it was renamed from).
-        3. A new note gets a hash of its path (made unique if a kept id already uses it).
-        An unchanged note whose id changed is read again (it is rewritten under the new id)."""
-        ids = {path: state.note_id for path, state in kept.items()}
-        taken = set(ids.values())
+        """The note ids (vault/note_ids.settle_ids says by which rules). An unchanged note whose id
+        changed is read again (it is rewritten under the new id)."""
         declared = {p: f.declared_id for p, f in heads.items()}
         declared.update({p: s.declared_id for p, s in unchanged.items()})
         hidden = {p: f.hidden_by_flags or excluded_by(p, self.private_paths) is not None
                   for p, f in [*heads.items(), *unchanged.items()]}
-        previous = {p: states.get(p) or renames.get(p) for p in declared}
-        claims: dict[str, list[str]] = defaultdict(list)
-        for path in sorted(declared):
-            if declared[path]:
-                claims[declared[path]].append(path)
-        for value, paths in claims.items():
-            holders = [p for p in paths if previous[p] is not None and previous[p].note_id == value]
-            winner = None if value in taken else (holders or sorted(paths, key=hidden.__getitem__))[0]
-            if winner is not None:
-                ids[winner] = value
-                taken.add(value)
-            for path in paths:
-                if path != winner:
-                    owner = winner or "a note that cannot be read now"
-                    self._warn(path, f"duplicate frontmatter id {value!r} (also in {owner}); using another id")
-        for path in sorted(p for p in declared if p not in ids):
-            before = previous[path]
-            if before is not None and before.note_id not in taken:
-                ids[path] = before.note_id
-                taken.add(before.note_id)
-        for path in sorted(p for p in declared if p not in ids):
-            note_id, salt = path_note_id(path), 1
-            while note_id in taken:
-                note_id, salt = path_note_id(f"{path}\n{salt}"), salt + 1
-            ids[path] = note_id
-            taken.add(note_id)
+        previous = {p: getattr(states.get(p) or renames.get(p), "note_id", None) for p in declared}
+        ids = settle_ids({path: state.note_id for path, state in kept.items()}, declared, hidden, previous,
+                         self._warn)
         for path, state in list(unchanged.items()):
             if ids[path] != state.note_id:
                 data = self._read(files[path])
