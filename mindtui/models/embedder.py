@@ -75,7 +75,8 @@ class Embedder:
                 # round differently with the batch's size, so a vector would move (up to 2e-3 with
                 # the sample vault's chunks) with the texts embedded beside it: a hidden note's
                 # chunks in a batch would change a visible note's vector, hence an agent's scores.
-                # No slower: 80 of the sample vault's chunks 5.6 s alone, 6.7 s in batches.
+                # No slower (a 512-token batch holds one or two chunks anyway): 96 of the sample
+                # vault's chunks took 11.5 CPU s alone, 12.6 in batches (one thread).
                 vectors = [llm.embed([text], normalize=False, truncate=True)[0] for text in texts]
             finally:
                 if threads is not None:
