@@ -111,3 +111,15 @@ def test_a_name_links_and_is_found_in_either_unicode_normalisation(vault, db_pat
     run_import(db_path, vault.root)
     (resolution,), = _rows(db_path, "SELECT resolution FROM note_links WHERE seq = 0")
     assert resolution == "ambiguous"
+
+
+def test_tags_and_aliases_are_the_scalars_written_never_a_python_repr(vault, db_path):
+    vault.write("Zahlen.md", "---\ntags: 2024\naliases: [1, null, true, 2.5]\n---\nText.\n")
+    vault.write("Verschachtelt.md", "---\ntags: [[a, B], {c: d}, e]\naliases: {x: y}\n---\nText.\n")
+    vault.write("Komma.md", "---\ntags: x, y\naliases: ['a, b']\n---\nText.\n")
+    run_import(db_path, vault.root)
+    found = {path: (json.loads(tags), json.loads(aliases))
+             for path, tags, aliases in _rows(db_path, "SELECT path, tags, aliases FROM notes")}
+    assert found == {"Zahlen.md": (["2024"], ["1", "true", "2.5"]),
+                     "Verschachtelt.md": (["a", "b", "e"], []),
+                     "Komma.md": (["x", "y"], ["a, b"])}

@@ -26,7 +26,7 @@ PARSER_VERSION = 7  # 2: id-like titles out of the embedded passage; 3: strict c
 # links as Obsidian reads them (code spans from markdown-it, %% only outside code, markdown links by name,
 # no alias resolution); 6: YAML values that cannot be built kept as text, frontmatter warnings' line
 # numbers, no '[' in a markdown link's target; 7: names compare composed (NFC: a Mac's decomposed 'Übung.md'
-# answers a typed [[Übung]]), the name index's keys so too
+# answers a typed [[Übung]]), the name index's keys so too; tags and aliases from scalars only, `true` as written
 
 
 PLAIN_TEXT_MARK = ";plain-text"  # ends the fingerprint of a note imported as plain text
