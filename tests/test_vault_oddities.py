@@ -123,3 +123,14 @@ def test_tags_and_aliases_are_the_scalars_written_never_a_python_repr(vault, db_
     assert found == {"Zahlen.md": (["2024"], ["1", "true", "2.5"]),
                      "Verschachtelt.md": (["a", "b", "e"], []),
                      "Komma.md": (["x", "y"], ["a, b"])}
+
+
+def test_links_that_point_to_each_other_are_a_loop_not_a_missing_target(vault, db_path):
+    vault.write("gut.md", "Gut.\n")
+    os.symlink("zwei.md", vault.root / "eins.md")
+    os.symlink("eins.md", vault.root / "zwei.md")
+    os.symlink("selbst.md", vault.root / "selbst.md")
+    why = {w.path: w.reason for w in run_import(db_path, vault.root).warnings}
+    for link in ("eins.md", "zwei.md", "selbst.md"):
+        assert why[link].startswith("symlink loop"), why[link]  # was "broken symlink (target ... is missing)"
+    assert paths(db_path) == {"gut.md"}
