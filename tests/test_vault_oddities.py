@@ -10,7 +10,7 @@ import os
 import pytest
 
 from mindtui.cli import main
-from mindtui.store import open_database
+from mindtui.store import names, open_database
 
 from conftest import dump_database, run_import
 
@@ -86,3 +86,51 @@ def test_an_argument_that_is_not_utf8_is_a_usage_error_naming_it(sample_vault, d
     assert exit_info.value.code == 2
     assert "argument" in (err := capsys.readouterr().err) and "Caf\\xe9' is not valid UTF-8" in err
     assert dump_database(db_path) == before
+
+
+NFC, NFD = "\u00dcbung", "U\u0308bung"  # 'Übung' composed (as typed) and decomposed (as a Mac names files)
+
+
+def test_a_name_links_and_is_found_in_either_unicode_normalisation(vault, db_path):
+    vault.write(f"{NFD}.md", "Vom Mac.\n")
+    vault.write("Caf\u00e9.md", "Hier.\n")
+    vault.write("Bilder/Gr\u00fc\u00dfe.png", "kein markdown")
+    vault.write("quelle.md", f"[[{NFC}]] [[Cafe\u0301]] [[{NFC}#Kopf]] ![[Gru\u0308\u00dfe.png]]\n")
+    run_import(db_path, vault.root)
+    links = _rows(db_path, "SELECT l.resolution, t.path FROM note_links l LEFT JOIN notes t"
+                           " ON t.note_id = l.resolved_note_id ORDER BY l.seq")
+    assert links == [("resolved", f"{NFD}.md"), ("resolved", "Caf\u00e9.md"), ("resolved", f"{NFD}.md"),
+                     ("attachment", None)]
+    conn = open_database(db_path, migrate=False)
+    try:
+        assert [n.path for n in names.notes_named(conn, NFC)[1]] == [f"{NFD}.md"]
+        assert [n.path for n in names.notes_named(conn, "cafe\u0301")[1]] == ["Caf\u00e9.md"]
+    finally:
+        conn.close()
+    vault.write(f"{NFC}.md", "Zweite Schreibweise.\n")  # both spellings: one name, two notes
+    run_import(db_path, vault.root)
+    (resolution,), = _rows(db_path, "SELECT resolution FROM note_links WHERE seq = 0")
+    assert resolution == "ambiguous"
+
+
+def test_tags_and_aliases_are_the_scalars_written_never_a_python_repr(vault, db_path):
+    vault.write("Zahlen.md", "---\ntags: 2024\naliases: [1, null, true, 2.5]\n---\nText.\n")
+    vault.write("Verschachtelt.md", "---\ntags: [[a, B], {c: d}, e]\naliases: {x: y}\n---\nText.\n")
+    vault.write("Komma.md", "---\ntags: x, y\naliases: ['a, b']\n---\nText.\n")
+    run_import(db_path, vault.root)
+    found = {path: (json.loads(tags), json.loads(aliases))
+             for path, tags, aliases in _rows(db_path, "SELECT path, tags, aliases FROM notes")}
+    assert found == {"Zahlen.md": (["2024"], ["1", "true", "2.5"]),
+                     "Verschachtelt.md": (["a", "b", "e"], []),
+                     "Komma.md": (["x", "y"], ["a, b"])}
+
+
+def test_links_that_point_to_each_other_are_a_loop_not_a_missing_target(vault, db_path):
+    vault.write("gut.md", "Gut.\n")
+    os.symlink("zwei.md", vault.root / "eins.md")
+    os.symlink("eins.md", vault.root / "zwei.md")
+    os.symlink("selbst.md", vault.root / "selbst.md")
+    why = {w.path: w.reason for w in run_import(db_path, vault.root).warnings}
+    for link in ("eins.md", "zwei.md", "selbst.md"):
+        assert why[link].startswith("symlink loop"), why[link]  # was "broken symlink (target ... is missing)"
+    assert paths(db_path) == {"gut.md"}

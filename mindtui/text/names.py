@@ -1,6 +1,6 @@
 """How names compare and what gets embedded for a chunk.
 
-`exact_key`: titles, aliases and queries compare without case or spacing.
+`exact_key`: titles, aliases and queries compare without case, spacing or Unicode normalisation.
 `is_id_like`: a title that is only an id (Zettelkasten timestamps like 202311291530, hashes,
 uuids) says nothing about the text: it is shown and matched exactly, but not embedded.
 `passage_text`: the embedded text of a chunk (context line, then body); chunks.content_hash
@@ -10,13 +10,15 @@ covers it, so a change of title or heading re-embeds the chunk.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _ID_LIKE = re.compile(r"(?=[^-_.]*\d)[0-9a-f]{8,}([-_.][0-9a-f]+)*", re.IGNORECASE)
 
 
 def exact_key(text: str) -> str:
-    """How titles and aliases are compared with a query: case and spacing do not matter."""
-    return " ".join(text.casefold().split())
+    """How titles and aliases are compared with a query: case, spacing and composition do not
+    matter (a file name from a Mac spells `Übung` decomposed, NFD; a keyboard types it composed)."""
+    return " ".join(unicodedata.normalize("NFC", text.casefold()).split())
 
 
 def is_id_like(title: str) -> bool:

@@ -223,11 +223,22 @@ def _blank_ranges(text: str, ranges: list[tuple[int, int]]) -> str:
 
 
 def string_list(value) -> list[str]:
-    """Frontmatter lists that may be written as a list or as one comma-separated string."""
-    if value is None:
-        return []
-    items = value if isinstance(value, list) else str(value).split(",")
-    return [str(v).strip() for v in items if v is not None and str(v).strip()]
+    """Frontmatter lists that may be written as a list or as one comma-separated string. A list
+    inside the list gives its items (`tags: [[a, b]]`); see `_scalar_text` for the items."""
+    if isinstance(value, list):
+        items = (string_list(item) if isinstance(item, list) else [_scalar_text(item)] for item in value)
+        return [text for texts in items for text in texts if text]
+    return [part.strip() for part in _scalar_text(value).split(",") if part.strip()]
+
+
+def _scalar_text(value) -> str:
+    """What YAML read as text, a number or a boolean, as it was written (`true`, not Python's
+    `True`); nothing for null or a mapping (whose Python repr is no name)."""
+    if value is None or isinstance(value, dict):
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value).strip()
 
 
 def reference_lines(text: str) -> tuple[int, list[str]]:

@@ -29,7 +29,7 @@ from mindtui.store.meta import get_meta, set_meta
 from mindtui.vault.edges import reference_edges
 from mindtui.vault.note_builder import resolve_links
 from mindtui.vault.report import ImportReport
-from mindtui.vault.resolve import NameIndex, stem_key
+from mindtui.vault.resolve import NameIndex, fold, stem_key
 from mindtui.vault.types import TypeRegistry
 
 # meta: a digest of the vault's attachments and non-indexed notes as the last relink saw them.
@@ -50,7 +50,7 @@ def names_of(path: str, aliases: Iterable[str]) -> set[str]:
     found = {last_part(path)}
     for alias in aliases:
         if alias and alias.strip():
-            found.add(alias.strip().lower().rpartition("/")[2])
+            found.add(fold(alias.strip()).rpartition("/")[2])
             found.add(last_part(alias))
     return found
 

@@ -1,5 +1,7 @@
 """Link resolution as Obsidian does it: vault path, path from the linking note's folder, then
 path suffix or unique file name (case-insensitive), for wikilinks and markdown links alike.
+Names compare in one Unicode normalisation (NFC), as macOS compares file names: a vault synced
+from a Mac holds `Übung.md` decomposed (NFD), while a link typed elsewhere is composed.
 
 Aliases do not resolve links (Obsidian only offers them while typing a link): a link that names
 an alias stays missing, its detail says whose alias it is, and curation offers to write it as
@@ -12,6 +14,7 @@ Links to markdown files that exist but are not indexed (excluded, too large) are
 from __future__ import annotations
 
 import posixpath
+import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
@@ -28,12 +31,17 @@ class Resolution:
     fallback: tuple[tuple[str, ...], ...] = ()  # resolved or ambiguous: the later rules' notes (_later_rules)
 
 
+def fold(text: str) -> str:
+    """A name as every rule compares it: composed (NFC), lower case."""
+    return unicodedata.normalize("NFC", text).lower()
+
+
 def stem_key(path: str) -> str:
     """'Folder/Note.md' -> 'folder/note': the case-insensitive key Obsidian matches on."""
     path = path.strip().replace("\\", "/").lstrip("/")
     if path.lower().endswith(".md"):
         path = path[:-3]
-    return path.lower()
+    return fold(path)
 
 
 @dataclass
@@ -56,7 +64,7 @@ class NameIndex:
         parts = key.split("/")
         for i in range(1, len(parts) - 1):
             self.by_suffix["/".join(parts[i:])].append(note_id)
-        for alias in {a.strip().lower() for a in aliases if a and a.strip()}:
+        for alias in {fold(a.strip()) for a in aliases if a and a.strip()}:
             self.by_alias[alias].append(note_id)
         self.paths[note_id] = path
 
@@ -66,7 +74,7 @@ class NameIndex:
         self.outside_names[key.rpartition("/")[2]].append(key)
 
     def add_attachment(self, path: str) -> None:
-        lower = path.lower()
+        lower = fold(path)
         self.attachments.add(lower)
         self.attachments.add(lower.rpartition("/")[2])
 
@@ -83,7 +91,7 @@ class NameIndex:
         if not target_path.strip():
             return Resolution("self", source_note_id)
         if is_attachment(target_path):
-            lower = target_path.strip().lower().lstrip("/")
+            lower = fold(target_path.strip()).lstrip("/")
             if lower in self.attachments or lower.rpartition("/")[2] in self.attachments:
                 return Resolution("attachment", None, target_path)
             return Resolution("missing", None, f"attachment {target_path!r} not found in the vault")
@@ -175,4 +183,4 @@ def _relative(key: str, source_path: str) -> str | None:
     folder = source_path.rpartition("/")[0]
     if not folder and not key.startswith("."):
         return None
-    return posixpath.normpath(posixpath.join(folder.lower(), key))
+    return posixpath.normpath(posixpath.join(fold(folder), key))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass, field
@@ -45,6 +46,14 @@ class ScanResult:
 
 def is_markdown(name: str) -> bool:
     return name.lower().endswith(".md")
+
+
+def _loops(link: str) -> bool:
+    try:
+        os.stat(link)
+        return False
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
 
 
 def _inside(path: str, root: str) -> bool:
@@ -109,6 +118,9 @@ def scan_vault(
 
     def follow(entry: os.DirEntry, rel: str) -> None:
         target = os.path.realpath(entry.path)
+        if _loops(entry.path):
+            warn(rel, "symlink loop (links that point to each other, never to a file): skipped")
+            return
         if not os.path.exists(target):
             warn(rel, f"broken symlink (target {target} is missing); notes indexed from it are kept")
             result.unlisted.add(rel)
