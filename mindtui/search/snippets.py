@@ -3,9 +3,7 @@ words that match a query word's stem (what a front end highlights)."""
 
 from __future__ import annotations
 
-import re
-
-from mindtui.text.analysis import stem_all_languages
+from mindtui.text.analysis import WRITTEN_WORD, composed, stem_all_languages
 
 SNIPPET_CHARS = 220
 
@@ -15,8 +13,8 @@ def snippet(text: str, wanted: frozenset[str]) -> str:
     flat = " ".join(text.split())
     if len(flat) <= SNIPPET_CHARS:
         return flat
-    for match in re.finditer(r"[^\W_]+", flat):
-        if stem_all_languages(match.group(0).lower()) & wanted:
+    for match in WRITTEN_WORD.finditer(flat):
+        if _stems(match.group(0)) & wanted:
             start = max(0, match.start() - SNIPPET_CHARS // 3)
             break
     else:
@@ -29,5 +27,8 @@ def highlight_spans(text: str, wanted: frozenset[str]) -> list[tuple[int, int]]:
     """The [start, end) spans of the words in text one of whose stems is wanted (ParsedQuery.stem_set)."""
     if not wanted:
         return []
-    return [(m.start(), m.end()) for m in re.finditer(r"[^\W_]+", text)
-            if stem_all_languages(m.group(0).lower()) & wanted]
+    return [(m.start(), m.end()) for m in WRITTEN_WORD.finditer(text) if _stems(m.group(0)) & wanted]
+
+
+def _stems(word: str) -> set[str]:
+    return stem_all_languages(composed(word).lower())
