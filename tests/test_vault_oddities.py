@@ -153,3 +153,16 @@ def test_a_private_folder_named_decomposed_is_private_under_a_composed_pattern(v
     with Service(settings, audience=Audience.AGENT) as agent:
         response = agent.search("Quittenbaum", SearchOptions(mode="fts", log=False))
     assert [r.path for r in response.results] == ["Offen.md"]
+
+
+def test_a_retriever_weight_out_of_range_is_a_warning_and_the_types_weight(vault, db_path):
+    # YAML 1.1 reads 1e308 as text, which float() takes: the note's score became infinite.
+    written = (("Riesig", "1e308"), ("Million", "1000000"), ("Negativ", "-5"), ("Null", "0"), ("Hoch", "2.5"))
+    for name, weight in written:
+        vault.write(f"{name}.md", f"---\nretriever_weight: {weight}\n---\nText.\n")
+    why = {w.path: w.reason for w in run_import(db_path, vault.root).warnings}
+    weights = dict(_rows(db_path, "SELECT path, retriever_weight FROM notes"))
+    assert weights == {"Riesig.md": 1.0, "Million.md": 1.0, "Negativ.md": 1.0, "Null.md": 0.0, "Hoch.md": 2.5}
+    for path in ("Riesig.md", "Million.md", "Negativ.md"):
+        assert "is outside 0 to 10; using 1.0" in why[path]
+    assert "Null.md" not in why and "Hoch.md" not in why
