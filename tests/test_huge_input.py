@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from mindtui.text import tokens
-from mindtui.vault import chunking
+from mindtui.vault import chunking, markdown
 from mindtui.vault.chunking import chunk_note
 from mindtui.vault.links import EVIDENCE_CHARS, evidence_around
 from mindtui.vault.markdown import parse_note
@@ -60,3 +60,22 @@ def test_a_links_evidence_copies_only_its_window_of_a_long_line():
     assert evidence.startswith("…") and evidence.endswith("…") and "[[Ziel]]" in evidence
     assert len(evidence) <= EVIDENCE_CHARS + 2
     assert evidence_around(_LineThatMustNotBeCopied("\t kurz [[Ziel]] \t"), 7, 15) == "kurz [[Ziel]]"
+
+
+def test_a_long_line_of_code_spans_is_read_once_per_line_not_once_per_span(monkeypatch):
+    """A 2 MB line holding 100,000 code spans took 50 s: each span searched the line for its
+    column and copied the line to blank itself."""
+    read = []
+
+    def reading(original):
+        def wrapper(line, *args):
+            read.append(len(line))
+            return original(line, *args)
+        return wrapper
+
+    monkeypatch.setattr(markdown, "_column", reading(markdown._column))
+    monkeypatch.setattr(markdown, "_blank_columns", reading(markdown._blank_columns))
+    line = "`[[Code]]` [[Ziel]] " * 5_000
+    note = parse_note(line + "\n\n| `[[A]]` | [[B]] | `[[C]]` |\n|---|---|---|\n", "n.md")
+    assert [link.target_path for link in note.links] == ["Ziel"] * 5_000 + ["B"]
+    assert sum(read) < 4 * len(line)

@@ -10,6 +10,8 @@ import os
 import pytest
 
 from mindtui.cli import main
+from mindtui.config import load_settings
+from mindtui.service import Audience, SearchOptions, Service
 from mindtui.store import names, open_database
 
 from conftest import dump_database, run_import
@@ -134,3 +136,33 @@ def test_links_that_point_to_each_other_are_a_loop_not_a_missing_target(vault, d
     for link in ("eins.md", "zwei.md", "selbst.md"):
         assert why[link].startswith("symlink loop"), why[link]  # was "broken symlink (target ... is missing)"
     assert paths(db_path) == {"gut.md"}
+
+
+def test_a_private_folder_named_decomposed_is_private_under_a_composed_pattern(vault, db_path, monkeypatch):
+    # A Mac names the folder 'Ärzte' decomposed; private_paths is typed composed (and the other way).
+    vault.write("A\u0308rzte/Befund.md", "Befund Quittenbaum.\n")
+    vault.write("\u00d6ffentlich/Geheim.md", "Quittenbaum, auch geheim.\n")
+    vault.write("Offen.md", "Quittenbaum, offen.\n")
+    monkeypatch.setenv("MINDTUI_PRIVACY__PRIVATE_PATHS", "[\u00c4rzte, O\u0308ffentlich/**]")
+    monkeypatch.setenv("MINDTUI_IMPORT__EXCLUDE", "[\u00c4rzte/Entwurf.md]")
+    vault.write("A\u0308rzte/Entwurf.md", "Nicht indexieren.\n")
+    run_import(db_path, vault.root)
+    assert dict(_rows(db_path, "SELECT path, private FROM notes")) == {
+        "A\u0308rzte/Befund.md": 1, "\u00d6ffentlich/Geheim.md": 1, "Offen.md": 0}
+    settings = load_settings().with_values({"db": str(db_path)})
+    with Service(settings, audience=Audience.AGENT) as agent:
+        response = agent.search("Quittenbaum", SearchOptions(mode="fts", log=False))
+    assert [r.path for r in response.results] == ["Offen.md"]
+
+
+def test_a_retriever_weight_out_of_range_is_a_warning_and_the_types_weight(vault, db_path):
+    # YAML 1.1 reads 1e308 as text, which float() takes: the note's score became infinite.
+    written = (("Riesig", "1e308"), ("Million", "1000000"), ("Negativ", "-5"), ("Null", "0"), ("Hoch", "2.5"))
+    for name, weight in written:
+        vault.write(f"{name}.md", f"---\nretriever_weight: {weight}\n---\nText.\n")
+    why = {w.path: w.reason for w in run_import(db_path, vault.root).warnings}
+    weights = dict(_rows(db_path, "SELECT path, retriever_weight FROM notes"))
+    assert weights == {"Riesig.md": 1.0, "Million.md": 1.0, "Negativ.md": 1.0, "Null.md": 0.0, "Hoch.md": 2.5}
+    for path in ("Riesig.md", "Million.md", "Negativ.md"):
+        assert "is outside 0 to 10; using 1.0" in why[path]
+    assert "Null.md" not in why and "Hoch.md" not in why

@@ -3,12 +3,14 @@
 A pattern with glob characters is a glob over '/'-separated paths: `**` spans folders, `*` and
 `?` stay within one. A pattern without any (`Privat`, `Privat/`, `Journal/Log.md`) names a
 folder or a file: it matches that path and everything under it, since that is what a person
-means when they write a folder's name.
+means when they write a folder's name. Paths and patterns compare composed (NFC): a folder a Mac
+named `Ärzte` is spelt decomposed, and `privacy.private_paths: [Ärzte]` typed elsewhere must hide it.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 _GLOB_CHARS = frozenset("*?")
@@ -16,6 +18,7 @@ _GLOB_CHARS = frozenset("*?")
 
 @lru_cache(maxsize=256)
 def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    pattern = unicodedata.normalize("NFC", pattern)
     if not _GLOB_CHARS & set(pattern):
         return re.compile(re.escape(pattern.strip("/")) + r"(?:/.*)?\Z")
     out = []
@@ -41,6 +44,7 @@ def _pattern_regex(pattern: str) -> re.Pattern[str]:
 
 def excluded_by(path: str, patterns: list[str] | tuple[str, ...]) -> str | None:
     """The first pattern that matches the vault path, or None."""
+    path = unicodedata.normalize("NFC", path)
     for pattern in patterns:
         if _pattern_regex(pattern).match(path):
             return pattern

@@ -26,10 +26,14 @@ PARSER_VERSION = 7  # 2: id-like titles out of the embedded passage; 3: strict c
 # links as Obsidian reads them (code spans from markdown-it, %% only outside code, markdown links by name,
 # no alias resolution); 6: YAML values that cannot be built kept as text, frontmatter warnings' line
 # numbers, no '[' in a markdown link's target; 7: names compare composed (NFC: a Mac's decomposed 'Übung.md'
-# answers a typed [[Übung]]), the name index's keys so too; tags and aliases from scalars only, `true` as written
+# answers a typed [[Übung]]), the name index's keys so too; tags and aliases from scalars only, `true` as written;
+# a note's retriever_weight within 0..MAX_RETRIEVER_WEIGHT
 
 
 PLAIN_TEXT_MARK = ";plain-text"  # ends the fingerprint of a note imported as plain text
+# A note's own retriever_weight multiplies its fused score (types weigh 0.85-1.15): beyond this it
+# would put the note first in every search (1e308 made its score infinite, and --json said Infinity).
+MAX_RETRIEVER_WEIGHT = 10.0
 
 
 def import_fingerprint(registry: TypeRegistry) -> str:
@@ -213,8 +217,12 @@ def build_rows(item: ParsedFile, note_id: str, registry: TypeRegistry, names: Na
     if "retriever_weight" in meta:
         try:
             weight = float(meta["retriever_weight"])
-            if not math.isfinite(weight):  # an infinite weight would put the note first in every search
+            if not math.isfinite(weight):
                 raise ValueError(weight)
+            if not 0 <= weight <= MAX_RETRIEVER_WEIGHT:
+                weight = type_info.retriever_weight
+                warnings.append(f"retriever_weight {meta['retriever_weight']!r} is outside 0 to "
+                                f"{MAX_RETRIEVER_WEIGHT:g}; using {weight}")
         except (TypeError, ValueError):
             weight = type_info.retriever_weight
             warnings.append(f"retriever_weight {meta['retriever_weight']!r} is not a number; using {weight}")
