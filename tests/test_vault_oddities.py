@@ -11,10 +11,12 @@ import pytest
 
 from mindtui.cli import main
 from mindtui.config import load_settings
+from mindtui.errors import OperationFailed
 from mindtui.service import Audience, SearchOptions, Service
 from mindtui.store import names, open_database
 
 from conftest import dump_database, run_import
+from curation_support import nightly, settings_for
 
 
 def _rows(db_path, sql: str) -> list[tuple]:
@@ -166,3 +168,18 @@ def test_a_retriever_weight_out_of_range_is_a_warning_and_the_types_weight(vault
     for path in ("Riesig.md", "Million.md", "Negativ.md"):
         assert "is outside 0 to 10; using 1.0" in why[path]
     assert "Null.md" not in why and "Hoch.md" not in why
+
+
+def test_creating_a_note_for_a_link_no_file_can_be_named_after_says_why(vault, db_path):
+    # A link names anything: 300 letters (a file name holds 255 bytes) or a control character.
+    vault.write("Quelle.md", "[[" + "a" * 300 + "]] [[Steuer\x01zeichen]] [[Gut]]\n", dedent=False)
+    settings = settings_for(db_path, vault, curation={"note_template": None})
+    nightly(settings, vault)
+    with Service(settings, audience=Audience.OWNER) as service:
+        cards = {c.payload["target"]: c for c in service.curation_list("unresolved_link")}
+        with pytest.raises(OperationFailed, match="is longer than 255 bytes; nothing was written"):
+            service.curation_resolve(cards["a" * 300].item_id, "create")
+        with pytest.raises(OperationFailed, match="holds a control character; nothing was written"):
+            service.curation_resolve(cards["Steuer\x01zeichen"].item_id, "create")
+        service.curation_resolve(cards["Gut"].item_id, "create")
+    assert sorted(p.name for p in vault.root.iterdir()) == ["Gut.md", "Quelle.md"]
