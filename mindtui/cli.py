@@ -308,7 +308,8 @@ def _watch(args, service: Service) -> int:
                                 force_polling=True if args.polling else None)
         try:
             while not wake.wait(1.0):
-                pass
+                if watcher.ended.is_set():  # the watch gave up (its `failed` line said why): nothing is seen
+                    return EXIT_FAILED
         finally:
             watcher.stop()
     finally:

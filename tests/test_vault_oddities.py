@@ -11,10 +11,13 @@ import pytest
 
 from mindtui.cli import main
 from mindtui.config import load_settings
+from mindtui.errors import OperationFailed
 from mindtui.service import Audience, SearchOptions, Service
 from mindtui.store import names, open_database
+from mindtui.vault import importer
 
 from conftest import dump_database, run_import
+from curation_support import nightly, settings_for
 
 
 def _rows(db_path, sql: str) -> list[tuple]:
@@ -166,3 +169,39 @@ def test_a_retriever_weight_out_of_range_is_a_warning_and_the_types_weight(vault
     for path in ("Riesig.md", "Million.md", "Negativ.md"):
         assert "is outside 0 to 10; using 1.0" in why[path]
     assert "Null.md" not in why and "Hoch.md" not in why
+
+
+def test_creating_a_note_for_a_link_no_file_can_be_named_after_says_why(vault, db_path):
+    # A link names anything: 300 letters (a file name holds 255 bytes) or a control character.
+    vault.write("Quelle.md", "[[" + "a" * 300 + "]] [[Steuer\x01zeichen]] [[Gut]]\n", dedent=False)
+    settings = settings_for(db_path, vault, curation={"note_template": None})
+    nightly(settings, vault)
+    with Service(settings, audience=Audience.OWNER) as service:
+        cards = {c.payload["target"]: c for c in service.curation_list("unresolved_link")}
+        with pytest.raises(OperationFailed, match="is longer than 255 bytes; nothing was written"):
+            service.curation_resolve(cards["a" * 300].item_id, "create")
+        with pytest.raises(OperationFailed, match="holds a control character; nothing was written"):
+            service.curation_resolve(cards["Steuer\x01zeichen"].item_id, "create")
+        service.curation_resolve(cards["Gut"].item_id, "create")
+    assert sorted(p.name for p in vault.root.iterdir()) == ["Gut.md", "Quelle.md"]
+
+
+def test_a_file_that_grows_past_the_size_limit_while_the_import_runs_is_not_read_whole(vault, db_path, monkeypatch):
+    vault.write("Log.md", "Ein kleines Protokoll.\n")
+    vault.write("gut.md", "Gut.\n")
+    run_import(db_path, vault.root)
+    before = _rows(db_path, "SELECT path, content_hash FROM notes ORDER BY path")
+    listed = importer.scan_vault
+
+    def listed_then_grown(*args, **kwargs):  # a program appends to the log once it is listed
+        scan = listed(*args, **kwargs)
+        with open(vault.root / "Log.md", "ab") as handle:
+            handle.write(b"Zeile\n" * 2_000)
+        return scan
+
+    monkeypatch.setattr(importer, "scan_vault", listed_then_grown)
+    vault.write("Log.md", "Ein kleines Protokoll, eine Zeile mehr.\n")  # listed as changed, then grown
+    report = run_import(db_path, vault.root, max_file_bytes=10_000)
+    why = {w.path: w.reason for w in report.warnings}
+    assert "grew past import.max_file_bytes (10,000) while the import ran" in why["Log.md"]
+    assert _rows(db_path, "SELECT path, content_hash FROM notes ORDER BY path") == before  # kept as it was

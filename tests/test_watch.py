@@ -268,3 +268,19 @@ def test_a_run_that_raises_or_fails_keeps_its_changes_and_the_watcher_goes_on(va
     assert len(runner.runs) == 3 and all("Beta.md" in batch for batch in runner.runs)  # the same change, kept
     failures = [e.detail for e in events if e.kind == "failed"]
     assert "Too many open files" in failures[0] and failures[1] == "database is busy"
+
+
+def test_mindtui_watch_exits_1_when_the_watch_gives_up(vault, db_path, tmp_path):
+    """A watch that fails for good (polling failed too; the watcher library missing or broken) is a
+    `failed` line and exit 1: the process went on, watching nothing, until it was killed."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "watchfiles.py").write_text(
+        "def watch(*args, **kwargs):\n    raise RuntimeError('OS file watch limit reached')\n", encoding="utf-8")
+    vault.write("Alpha.md", "# Alpha\n")
+    env = {**os.environ, "MINDTUI_WATCH__EMBED": "false", "PYTHONPATH": str(broken)}
+    process = subprocess.run([sys.executable, "-m", "mindtui", "watch", "--vault", str(vault.root), "--db",
+                              str(db_path), "--polling"], capture_output=True, text=True, env=env, timeout=WAIT_S)
+    assert process.returncode == 1
+    assert "the vault is not watched any more: OS file watch limit reached" in process.stderr
+    assert "Traceback" not in process.stderr

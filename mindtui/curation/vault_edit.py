@@ -82,6 +82,20 @@ def check_inside(vault: Path, rel: str) -> Path:
     return vault / rel
 
 
+NAME_BYTES_MAX = 255  # what one file or folder name may hold in bytes (ext4, APFS; NTFS in UTF-16 units)
+
+
+def _unwritable_name(path: Path) -> str | None:
+    """Why a file system (or Obsidian, which shows the vault) cannot hold a part of the path: a
+    link names anything, `[[` and 300 letters `]]` or a control character included."""
+    for part in path.parts:
+        if len(part.encode("utf-8", "surrogateescape")) > NAME_BYTES_MAX:
+            return f"the name {part[:40]!r}… is longer than {NAME_BYTES_MAX} bytes"
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in part):
+            return f"the name {part!r} holds a control character"
+    return None
+
+
 def _in_dot_folder(path: Path) -> bool:
     return any(part.startswith(".") for part in path.parts)
 
@@ -91,6 +105,9 @@ def write_target(vault: Path, rel: str) -> Path:
     it leaves the vault, through a symlink too, or lies in a dot folder, which the importer never
     enters: a file written there would never be indexed."""
     path = check_inside(vault, rel)
+    unwritable = _unwritable_name(Path(rel))
+    if unwritable:
+        raise EditRefused(f"{rel[:80]!r}: {unwritable}; nothing was written (retarget the link instead)")
     if _in_dot_folder(Path(rel)):
         raise EditRefused(f"{rel} is in a dot folder, which is never indexed; nothing was written")
     real = Path(os.path.realpath(path))

@@ -142,6 +142,9 @@ class VaultWatcher:
         self._waiting = False  # the last run found the lock held (said once)
         self._stop = threading.Event()
         self._ready = threading.Event()
+        # The file system watch ended (stopped, or it gave up, a `failed` change said why): a
+        # headless front end exits instead of watching nothing.
+        self.ended = threading.Event()
         self._threads: list[threading.Thread] = []
 
     # -- lifetime --------------------------------------------------------------------------
@@ -191,6 +194,15 @@ class VaultWatcher:
             self._cond.notify_all()
 
     def _watch(self) -> None:
+        try:
+            self._follow()
+        except Exception as exc:  # (watchfiles missing or broken) said as a change, not a thread's traceback
+            self.on_change(VaultChange("failed", frozenset(), f"the vault is not watched any more: "
+                                                              f"{type(exc).__name__}: {exc}"))
+        finally:
+            self.ended.set()
+
+    def _follow(self) -> None:
         import watchfiles
 
         polling = self.polling

@@ -91,12 +91,18 @@ class VaultImporter:
 
     # -- deciding what changed -------------------------------------------------------------
     def _read(self, file: VaultFile) -> bytes | None:
+        """Its bytes; None (a warning says why; its note is kept) when it cannot be read or grew past
+        import.max_file_bytes since it was listed: never read whole, whatever a program made of it."""
+        limit = self.options.max_file_bytes
         try:
             with open(file.location, "rb") as handle:
-                return handle.read()
+                data = handle.read(limit + 1)
         except OSError as exc:
             self._warn(file.path, f"cannot read: {exc.strerror or exc}")
             return None
+        if len(data) > limit:
+            self._warn(file.path, f"grew past import.max_file_bytes ({limit:,}) while the import ran; skipped")
+        return data if len(data) <= limit else None
 
     def _head(self, file: VaultFile, data: bytes, out_of_corpus: dict[str, str]) -> FileHead | None:
         """The changed file's head; None for a binary file (left out)."""
