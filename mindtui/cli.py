@@ -209,8 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _mcp_parser(sub) -> None:
-    mcp = sub.add_parser(
-        "mcp", help="serve AI agents over the Model Context Protocol (stdio)",
+    mcp = sub.add_parser("mcp", help="serve AI agents over the Model Context Protocol (stdio)",
         description="Serve the Model Context Protocol on stdin/stdout for an MCP client (an editor, a coding "
                     "assistant): tools search, neighbors, get_note, knowledge_search, context_pack, and "
                     "propose_knowledge with --allow-proposals. Every tool reads as audience agent: private notes "

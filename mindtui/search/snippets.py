@@ -3,7 +3,8 @@ words that match a query word's stem (what a front end highlights)."""
 
 from __future__ import annotations
 
-from mindtui.text.analysis import WRITTEN_WORD, composed, stem_all_languages
+from mindtui.text.analysis import WRITTEN_WORD, stem_all_languages
+from mindtui.text.names import composed
 
 SNIPPET_CHARS = 220
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 import threading
-import unicodedata
 
 import Stemmer
 
 from mindtui.text import stopwords
+from mindtui.text.names import composed
 
 # Bump when tokenizing or stemming changes: the importer then re-indexes every note.
 ANALYZER_VERSION = 2  # 2: text composed (NFC) first: a Mac's decomposed 'Übung' was the words 'u' and 'bung'
@@ -70,11 +70,6 @@ def words(text: str) -> list[str]:
 def word_count(text: str) -> int:
     """len(words(text))"""
     return len(composed(text).translate(_WORD_CHARS).split())
-
-
-def composed(text: str) -> str:
-    """The text in NFC (on composed German text the check costs ~3 % of what words() takes)."""
-    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
 
 
 def detect_language(text: str, default: str = "de") -> str:

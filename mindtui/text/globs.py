@@ -10,15 +10,16 @@ named `Ärzte` is spelt decomposed, and `privacy.private_paths: [Ärzte]` typed 
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import lru_cache
+
+from mindtui.text.names import composed
 
 _GLOB_CHARS = frozenset("*?")
 
 
 @lru_cache(maxsize=256)
 def _pattern_regex(pattern: str) -> re.Pattern[str]:
-    pattern = unicodedata.normalize("NFC", pattern)
+    pattern = composed(pattern)
     if not _GLOB_CHARS & set(pattern):
         return re.compile(re.escape(pattern.strip("/")) + r"(?:/.*)?\Z")
     out = []
@@ -44,7 +45,7 @@ def _pattern_regex(pattern: str) -> re.Pattern[str]:
 
 def excluded_by(path: str, patterns: list[str] | tuple[str, ...]) -> str | None:
     """The first pattern that matches the vault path, or None."""
-    path = unicodedata.normalize("NFC", path)
+    path = composed(path)
     for pattern in patterns:
         if _pattern_regex(pattern).match(path):
             return pattern

@@ -14,11 +14,11 @@ Links to markdown files that exist but are not indexed (excluded, too large) are
 from __future__ import annotations
 
 import posixpath
-import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from mindtui.store.visibility import LINK_NOTES_MAX
+from mindtui.text.names import composed
 from mindtui.vault.links import is_attachment
 
 
@@ -33,7 +33,7 @@ class Resolution:
 
 def fold(text: str) -> str:
     """A name as every rule compares it: composed (NFC), lower case."""
-    return unicodedata.normalize("NFC", text).lower()
+    return composed(text).lower()
 
 
 def stem_key(path: str) -> str:
