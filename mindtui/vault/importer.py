@@ -25,6 +25,7 @@ what only the database holds hangs on that id.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -96,7 +97,12 @@ class VaultImporter:
         limit = self.options.max_file_bytes
         try:
             with open(file.location, "rb") as handle:
-                data = handle.read(limit + 1)
+                # read(n) sets aside n bytes first: the file's own size, not the limit, for each
+                # file (2 MB a note cost the hub's cold import ~8 %); one that grew since is read on.
+                size = os.fstat(handle.fileno()).st_size
+                data = handle.read(min(size, limit) + 1)
+                if size < len(data) <= limit:
+                    data += handle.read(limit + 1 - len(data))
         except OSError as exc:
             self._warn(file.path, f"cannot read: {exc.strerror or exc}")
             return None
