@@ -31,13 +31,3 @@ def user_config_file(env: dict[str, str] | None = None) -> Path:
 def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME))
 
-
-def not_utf8(name: str) -> str | None:
-    """None for a name (a file's, an argument) that is UTF-8; for one that is not, its text with the
-    odd bytes written as \\xNN. Python hands such bytes over as lone surrogates, which no path the
-    store, a link or a terminal holds can carry."""
-    try:
-        name.encode("utf-8")
-        return None
-    except UnicodeEncodeError:
-        return os.fsencode(name).decode("utf-8", "backslashreplace")

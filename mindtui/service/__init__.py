@@ -20,7 +20,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "JobHooks": ("mindtui.jobs.runner", None),
     "JobResult": ("mindtui.jobs.runner", None),
     "CancelToken": ("mindtui.progress", None),
-    "not_utf8": ("mindtui.locations", None),
+    "not_utf8": ("mindtui.text.names", None),
     "SEARCH_MODES": ("mindtui.search.engine", "MODES"),
     "SearchOptions": ("mindtui.search.engine", None),
     "SearchResponse": ("mindtui.search.engine", None),

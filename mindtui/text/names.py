@@ -3,12 +3,14 @@
 `exact_key`: titles, aliases and queries compare without case, spacing or Unicode normalisation.
 `is_id_like`: a title that is only an id (Zettelkasten timestamps like 202311291530, hashes,
 uuids) says nothing about the text: it is shown and matched exactly, but not embedded.
+`not_utf8`: a file name or argument Python could only decode with lone surrogates.
 `passage_text`: the embedded text of a chunk (context line, then body); chunks.content_hash
 covers it, so a change of title or heading re-embeds the chunk.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 
@@ -38,3 +40,14 @@ def passage_text(title: str, heading_path: str, text: str) -> str:
     if not context:
         return text
     return f"{context}\n{text}" if text else context
+
+
+def not_utf8(name: str) -> str | None:
+    """None for a name (a file's, an argument) that is UTF-8; for one that is not, its text with the
+    odd bytes written as \\xNN. Python hands such bytes over as lone surrogates, which no path the
+    store, a link or a terminal holds can carry."""
+    try:
+        name.encode("utf-8")
+        return None
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")

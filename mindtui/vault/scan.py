@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mindtui.locations import not_utf8
 from mindtui.text.globs import excluded_by
+from mindtui.text.names import not_utf8
 
 
 @dataclass(frozen=True)
