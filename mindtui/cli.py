@@ -21,7 +21,7 @@ from typing import Iterator, Sequence
 from mindtui import __version__
 from mindtui.cli_queue import curate, curate_parser, knowledge, knowledge_parser, usage, usage_parser
 from mindtui.cli_text import EXIT_CONFIG, EXIT_DATABASE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED
-from mindtui.cli_text import EXIT_OK, EXIT_USAGE, emit
+from mindtui.cli_text import EXIT_OK, EXIT_USAGE, emit, to_stderr
 from mindtui.cli_text import job_summary, neighbours_text, report_table, search_text, status_text
 from mindtui.config import load_settings, parse_overrides
 from mindtui.console import JsonProgress, StderrProgress, json_line
@@ -220,14 +220,14 @@ def _mcp_parser(sub) -> None:
 
 
 def _say(args: argparse.Namespace):
-    return (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    return (lambda text: None) if args.quiet else to_stderr
 
 
 def _print_warnings(warnings: list[dict], limit: int = 20) -> None:
     for warning in warnings[:limit]:
-        print(f"warning: {warning['path']}: {warning['reason']}", file=sys.stderr)
+        to_stderr(f"warning: {warning['path']}: {warning['reason']}")
     if len(warnings) > limit:
-        print(f"warning: ... and {len(warnings) - limit} more (see --json)", file=sys.stderr)
+        to_stderr(f"warning: ... and {len(warnings) - limit} more (see --json)")
 
 
 @contextlib.contextmanager
@@ -243,7 +243,7 @@ def _cancel_on_interrupt(json_progress: JsonProgress | None = None) -> Iterator[
         if json_progress is not None:
             json_progress.emit_from_signal("message", text="stopping at the next safe point", cancelling=True)
         else:
-            print("\nmindtui: stopping at the next safe point (Ctrl-C again to stop at once)", file=sys.stderr)
+            to_stderr("\nmindtui: stopping at the next safe point (Ctrl-C again to stop at once)")
 
     signals = (signal.SIGINT, signal.SIGTERM) if json_progress is not None else (signal.SIGINT,)
     previous = {signum: signal.signal(signum, handler) for signum in signals}
@@ -272,7 +272,7 @@ def _run_job(args, service: Service, job: str, vault: Path | None, steps: list[s
         for step in result.steps:
             _print_warnings(step.report.get("warnings", []))
             if step.status != "ok":
-                print(f"error: step {step.step!r} {step.status}: {step.error}", file=sys.stderr)
+                to_stderr(f"error: step {step.step!r} {step.status}: {step.error}")
     if job in ("index", "embed") and len(result.steps) == 1 and result.ok:
         emit(args, result.steps[0].report, report_table(result.steps[0].report))
     else:
@@ -299,7 +299,7 @@ def _watch(args, service: Service) -> int:
         if is_result:
             print(line, flush=True)
         elif not args.quiet:
-            print(line, file=sys.stderr, flush=True)
+            to_stderr(line)
 
     previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -330,7 +330,7 @@ def _search(args, service: Service) -> int:
                                        "cli", search_id=response.search_id)
         response.notices.extend(recorded.notices)
     for notice in response.notices:
-        print(f"notice: {notice}", file=sys.stderr)
+        to_stderr(f"notice: {notice}")
     emit(args, response.as_dict(), search_text(response, args.explain))
     return EXIT_OK
 
@@ -369,7 +369,7 @@ def _eval_on(args, service: Service) -> int:
                               **({"seed": args.seed} if args.seed is not None else {}))
     progress.finish()
     for notice in report["notices"]:
-        print(f"notice: {notice}", file=sys.stderr)
+        to_stderr(f"notice: {notice}")
     emit(args, report, format_eval_report(report))
     return EXIT_OK
 
@@ -436,7 +436,7 @@ def _fail(args, text: str, code: int) -> int:
     if getattr(args, "progress", "text") == "json":
         print(json_line("error", text=text, exit_code=code), file=sys.stderr)
     else:
-        print(text, file=sys.stderr)
+        to_stderr(text)
     return code
 
 

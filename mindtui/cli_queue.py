@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mindtui.cli_text import EXIT_FAILED, EXIT_OK, emit
+from mindtui.cli_text import EXIT_FAILED, EXIT_OK, emit, to_stderr
 from mindtui.cli_text import curation_card_text, curation_list_text, curation_outcome_text, report_table
 from mindtui.cli_text import decision_text, ingest_text, knowledge_item_text, knowledge_list_text
 from mindtui.service import CURATION_KINDS, CURATION_STATUSES, KNOWLEDGE_SCHEMA, KNOWLEDGE_STATUSES
@@ -109,7 +109,7 @@ def curate(args, service: Service) -> int:
         outcome = service.curation_resolve(args.item_id, args.action, target=args.target, days=args.days,
                                            text=args.text, type=args.item_type)
     for notice in outcome.notices if outcome else []:
-        print(f"notice: {notice}", file=sys.stderr)
+        to_stderr(f"notice: {notice}")
     emit(args, outcome.as_dict() if outcome else {"undone": None}, curation_outcome_text(outcome))
     return EXIT_OK
 
@@ -141,7 +141,7 @@ def knowledge(args, service: Service) -> int:
     results = service.knowledge_ingest(lines, args.source or "agent:ingest")
     for result in results:
         if result["decision"] == "invalid":
-            print(f"error: line {result['line']}: {result['reason']}", file=sys.stderr)
+            to_stderr(f"error: line {result['line']}: {result['reason']}")
     emit(args, {"results": results}, ingest_text(results))
     return EXIT_FAILED if any(r["decision"] == "invalid" for r in results) else EXIT_OK
 

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from mindtui.service.printable import printable, printable_line
 from mindtui.errors import (  # noqa: F401 - the CLI's exit codes, re-exported for cli and cli_queue
     EXIT_CONFIG, EXIT_DATABASE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_OK, EXIT_USAGE,
 )
@@ -17,7 +18,12 @@ def emit(args: argparse.Namespace, data: dict, human: str) -> None:
         json.dump(data, sys.stdout, ensure_ascii=False, indent=2, default=str)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(human.rstrip("\n") + "\n")
+        sys.stdout.write(printable(human.rstrip("\n")) + "\n")
+
+
+def to_stderr(text: str) -> None:
+    """A diagnostic for people on stderr, its control characters shown (see service.printable)."""
+    print(printable(text), file=sys.stderr)
 
 
 def report_table(report: dict) -> str:
@@ -190,6 +196,7 @@ def watch_line(change, as_json: bool) -> tuple[str, bool]:
     counts = {k: report.get(f"notes_{k}", 0) for k in ("added", "changed", "renamed", "deleted")}
     if as_json and change.kind == "imported":
         return json.dumps({"event": "imported", "paths": paths, **counts}, ensure_ascii=False), True
+    paths = [printable_line(p) for p in paths]  # one line a change, whatever a file name holds
     if change.kind == "imported":
         what = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "") or "the vault"
         return "imported " + what + ": " + ", ".join(f"{v} {k}" for k, v in counts.items()), True

@@ -9,6 +9,8 @@ import sys
 import time
 from typing import Callable, TextIO
 
+from mindtui.service.printable import printable
+
 
 class StderrProgress:
     """`step  done/total  rate/s  ETA`: redrawn in place on a terminal, a line every few seconds otherwise."""
@@ -55,7 +57,7 @@ class StderrProgress:
 
     def message(self, text: str) -> None:
         self.finish()
-        self.stream.write(text + "\n")
+        self.stream.write(printable(text) + "\n")
         self.stream.flush()
 
 

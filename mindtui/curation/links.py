@@ -25,7 +25,7 @@ from mindtui.curation.kinds import (
     Action, Arg, Candidate, EditContext, FileEdit, Kind, Plan, UnknownAction, dismiss_plan, subject,
 )
 from mindtui.curation.rewrite import Retarget, retarget_links
-from mindtui.curation.vault_edit import EditRefused, NoteChanged, read_bytes, read_checked
+from mindtui.curation.vault_edit import EditRefused, NoteChanged, read_bytes, read_checked, unportable_name
 from mindtui.store import curation_store, graph_store
 from mindtui.store import notes as note_store
 from mindtui.store.names import NamedNote, alias_owners
@@ -162,6 +162,10 @@ class UnresolvedLink(_LinkCard):
             return Plan("resolved", {"by": "owner", "action": "retarget", "target": target.note_id,
                                      "target_path": target.path}, f"the link now names {target.path}", [edit])
         path = new_note_path(ctx.settings, item.payload["target"], item.payload["source_path"])
+        unportable = unportable_name(path)
+        if unportable:
+            raise EditRefused(f"{path[:80]!r}: {unportable}; nothing was written (retarget the link, or create "
+                              "the note by hand under another name)")
         if excluded_by(path, ctx.settings.import_.exclude) is not None:
             raise EditRefused(f"{path} is in a folder import.exclude leaves out: the link would still not resolve; "
                               "set curation.new_note_folder or retarget the link")

@@ -96,6 +96,27 @@ def _unwritable_name(path: Path) -> str | None:
     return None
 
 
+# What Obsidian refuses in a new note's name (it says so when a link to such a name is clicked),
+# and Windows too: a vault is often synced to another machine. Names of existing files are kept.
+_OBSIDIAN_FORBIDDEN = '*"<>:|?'
+_WINDOWS_DEVICES = {"con", "prn", "aux", "nul", *(f"{d}{n}" for d in ("com", "lpt") for n in range(1, 10))}
+
+
+def unportable_name(rel: str) -> str | None:
+    """Why a new note may not be written under the vault path `rel` (None: it may)."""
+    parts = (rel[:-3] if rel.lower().endswith(".md") else rel).split("/")
+    for number, part in enumerate(parts, start=1):
+        forbidden = sorted({ch for ch in part if ch in _OBSIDIAN_FORBIDDEN})
+        if forbidden:
+            return (f"the name {part!r} holds {' '.join(forbidden)}, which Obsidian and Windows do not allow in "
+                    "a file name")
+        if part.split(".")[0].strip().lower() in _WINDOWS_DEVICES:
+            return f"the name {part!r} is a device name on Windows"
+        if number < len(parts) and part != part.rstrip(". "):  # a note's own name has `.md` after it
+            return f"the folder name {part!r} ends in a dot or a space, which Windows drops"
+    return None
+
+
 def _in_dot_folder(path: Path) -> bool:
     return any(part.startswith(".") for part in path.parts)
 

@@ -18,7 +18,7 @@ from typing import Callable
 import apsw
 
 from mindtui.config import Settings
-from mindtui.errors import Cancelled, ConfigError, MindtuiError, OperationFailed
+from mindtui.errors import Cancelled, ConfigError, InputError, MindtuiError, OperationFailed
 from mindtui.jobs.lock import WATCH_JOB, JobLock
 from mindtui.progress import NEVER_CANCELLED, CancelToken, StepProgress
 from mindtui.store import jobs as job_store
@@ -375,6 +375,9 @@ def _run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
              hooks: JobHooks | None = None) -> JobResult:
     table = STEPS if step_table is None else step_table
     names = check_job(job, steps, table)
+    if job == "index" and vault is not None and not Path(vault).is_dir():
+        # before the lock and the database are made for it; the nightly runs on (its other steps need no vault)
+        raise InputError(f"vault folder {vault} does not exist or is not a folder")
     cancel = cancel or NEVER_CANCELLED
     hooks = hooks or NO_HOOKS
     result = JobResult(job, uuid.uuid4().hex[:12])

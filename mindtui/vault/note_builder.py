@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import math
+import re
 from dataclasses import dataclass, field, replace
 
 from mindtui.text import analysis
@@ -20,14 +21,14 @@ from mindtui.vault.resolve import NameIndex
 from mindtui.vault.types import TypeRegistry
 
 # Bump when parsing or chunking changes meaning: the importer then re-reads every file.
-PARSER_VERSION = 7  # 2: id-like titles out of the embedded passage; 3: strict consent flags, private folders;
+PARSER_VERSION = 8  # 2: id-like titles out of the embedded passage; 3: strict consent flags, private folders;
 # 4: anchor-text rows (a re-read builds them for a database migrated from before); 5: the token estimate
 # counts letters outside ASCII and äöüß one by one and word-initial symbols twice (chunks are cut again);
 # links as Obsidian reads them (code spans from markdown-it, %% only outside code, markdown links by name,
 # no alias resolution); 6: YAML values that cannot be built kept as text, frontmatter warnings' line
 # numbers, no '[' in a markdown link's target; 7: names compare composed (NFC: a Mac's decomposed 'Übung.md'
 # answers a typed [[Übung]]), the name index's keys so too; tags and aliases from scalars only, `true` as written;
-# a note's retriever_weight within 0..MAX_RETRIEVER_WEIGHT
+# a note's retriever_weight within 0..MAX_RETRIEVER_WEIGHT; 8: a frontmatter title is one line
 
 
 PLAIN_TEXT_MARK = ";plain-text"  # ends the fingerprint of a note imported as plain text
@@ -161,10 +162,14 @@ def failure_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
+_LINE_BREAKS = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]+\s*")
+
+
 def title_for(path: str, metadata: dict) -> str:
     title = metadata.get("title")
     if isinstance(title, str) and title.strip():
-        return title.strip()
+        # One line: a title is shown where a line break would break a list or a table (`title: |`)
+        return _LINE_BREAKS.sub(" ", title.strip())
     return path.rpartition("/")[2][:-3] if path.lower().endswith(".md") else path.rpartition("/")[2]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,6 +113,8 @@ def scan_vault(
                     visit(Path(entry.path), child_rel)
                 elif entry.is_file(follow_symlinks=False):
                     add_file(entry, child_rel, entry.stat(follow_symlinks=False))
+                else:
+                    not_a_file(child_rel, entry.stat(follow_symlinks=False))
             except OSError as exc:
                 warn(child_rel, f"cannot stat: {exc.strerror or exc}; a note indexed from it is kept")
                 result.unlisted.add(child_rel)
@@ -140,6 +143,14 @@ def scan_vault(
             visit(Path(entry.path), rel)
         elif os.path.isfile(target):
             add_file(entry, rel, info)
+        else:
+            not_a_file(rel, info)
+
+    def not_a_file(rel: str, info: os.stat_result) -> None:
+        """A FIFO, a socket or a device under a note's name: never read (a FIFO would block the import)."""
+        if is_markdown(rel):
+            kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode) else "a device"
+            warn(rel, f"{kind}, not a file: skipped")
 
     def add_file(entry: os.DirEntry, rel: str, stat: os.stat_result) -> None:
         if not is_markdown(entry.name):

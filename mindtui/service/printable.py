@@ -1,0 +1,36 @@
+"""Text from the vault made safe to print on a terminal.
+
+A file name, a frontmatter title or a note's text may hold control characters: an ESC starts a
+terminal sequence (colours, moving the cursor, setting the window title, OSC 52 writes the
+clipboard), a carriage return lets a later part overwrite a line, a NUL or a backspace hides
+what precedes it. What the CLI prints for people shows each of them as an escape instead
+(`\\x1b`, `\\r`, `\\x9b`), so the text reads as it is stored and the terminal acts on none of it.
+`--json` needs none of this: JSON writes every control character escaped.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls, DEL and the C1 controls (U+0080-U+009F: U+009B is a one-character CSI to a
+# terminal reading 8-bit controls).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
+_NAMED = {"\r": "\\r", "\n": "\\n", "\t": "\\t"}
+
+
+def _escaped(match: re.Match) -> str:
+    char = match.group()
+    return _NAMED.get(char) or f"\\x{ord(char):02x}"
+
+
+def printable(text: str) -> str:
+    """Several lines for a terminal: line breaks (\\n, \\r\\n) and tabs kept, every other control
+    character written as an escape."""
+    return _CONTROL_BUT_LINES.sub(_escaped, text) if _CONTROL.search(text) else text
+
+
+def printable_line(text: str) -> str:
+    """One line for a terminal (a message on stderr): every control character an escape, line
+    breaks and tabs too."""
+    return _CONTROL.sub(_escaped, text)
