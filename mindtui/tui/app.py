@@ -25,6 +25,7 @@ from mindtui.tui.help_screen import HelpScreen
 from mindtui.tui.jobs_screen import JobsScreen
 from mindtui.tui.key_order import KeepsKeyOrder
 from mindtui.tui.lazy import service_api
+from mindtui.tui.literal import visible
 from mindtui.tui.knowledge_screen import KnowledgeScreen
 from mindtui.tui.note_screen import NoteScreen
 from mindtui.tui.search_screen import DEBOUNCE_S, SearchScreen
@@ -149,6 +150,13 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
         if self.load_model:
             # After the first paint: the screen is up before llama.cpp starts reading the model.
             self.call_after_refresh(self.preload_model)
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """Every notification shown as written (its markup argument is ignored): mindtui's carry
+        note titles, paths and error texts, and none is styled on purpose (see tui.literal)."""
+        super().notify(visible(message, lines=True), title=visible(title), severity=severity, timeout=timeout,
+                       markup=False)
 
     def report_error(self, node, error: Exception) -> None:
         """An exception in a handler or action of `node` (see worker_errors.SurvivesErrors): said

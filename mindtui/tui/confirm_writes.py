@@ -11,6 +11,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from mindtui.tui.literal import literal, visible
 from mindtui.tui.worker_errors import SurvivesErrors
 
 APPLY_KEY = "y"
@@ -20,9 +21,9 @@ DIFF_STYLES = {"+": "bold green", "-": "red strike", "@": "dim"}  # bold and str
 def diff_text(writes: list) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
     for write in writes:
-        text.append(f"{write.change} {write.path}\n", style="bold underline")
+        text.append(visible(f"{write.change} {write.path}") + "\n", style="bold underline")
         for line in write.diff.splitlines()[2:]:  # the ---/+++ header: the line above says it
-            text.append(line + "\n", style=DIFF_STYLES.get(line[:1], ""))
+            text.append(visible(line, lines=True) + "\n", style=DIFF_STYLES.get(line[:1], ""))
         text.append("\n")
     return text
 
@@ -39,7 +40,8 @@ class ConfirmWrites(SurvivesErrors, ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         files = len(self.writes)
         with Vertical(id="confirm"):
-            yield Static(f"{self.title_text}: writes {files} file{'s' if files != 1 else ''}", id="picker-title")
+            title = f"{self.title_text}: writes {files} file{'s' if files != 1 else ''}"
+            yield Static(literal(title), id="picker-title")
             with VerticalScroll(id="confirm-diff"):
                 yield Static(diff_text(self.writes))
             yield Static(f"{APPLY_KEY} write · Esc cancel · u undoes it afterwards", id="prompt-hint")

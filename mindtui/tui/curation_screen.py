@@ -19,6 +19,7 @@ from textual.widgets.option_list import Option
 
 from mindtui.tui.key_footer import KeyFooter
 from mindtui.tui.confirm_writes import ConfirmWrites
+from mindtui.tui.literal import literal, visible
 from mindtui.tui.picker import Choice, NoteSearchPicker, PickerScreen, TextPrompt
 from mindtui.tui.status import StatusBar, cut
 from mindtui.tui.worker_errors import ReportsWorkerErrors
@@ -55,12 +56,12 @@ def counts_header(counts: dict[str, int], kind: str | None, shown: int, width: i
 
 
 def card_prompt(card) -> str:
-    return f"{card.importance:.2f}  {card.kind.replace('_', ' ')}\n  {card.subject}"
+    return f"{card.importance:.2f}  {card.kind.replace('_', ' ')}\n  {visible(card.subject)}"
 
 
 def card_detail(card) -> str:
     lines = [f"#{card.item_id}  {card.kind.replace('_', ' ')}  ·  importance {card.importance:.2f}  ·  {card.status}",
-             "", card.subject, "", card.description]
+             "", visible(card.subject), "", card.description]
     links = card.payload.get("links") or [{}]
     evidence = card.payload.get("evidence") or links[0].get("evidence")
     if evidence:
@@ -134,7 +135,7 @@ class CurationScreen(ReportsWorkerErrors, Screen):
         option_list = self.query_one("#cards", OptionList)
         keep = option_list.highlighted
         self.cards, self.counts = message.cards, message.counts
-        option_list.set_options([Option(card_prompt(c), id=str(c.item_id)) for c in self.cards])
+        option_list.set_options([Option(literal(card_prompt(c), lines=True), id=str(c.item_id)) for c in self.cards])
         if self.cards:
             index = next((i for i, c in enumerate(self.cards) if c.item_id == message.select), None)
             option_list.highlighted = index if index is not None else min(keep or 0, len(self.cards) - 1)
@@ -163,7 +164,8 @@ class CurationScreen(ReportsWorkerErrors, Screen):
 
     def _show_detail(self) -> None:
         card = self.selected()
-        self.query_one("#card-detail", Static).update(card_detail(card) if card else "the queue is empty")
+        detail = literal(card_detail(card), lines=True) if card else "the queue is empty"
+        self.query_one("#card-detail", Static).update(detail)
 
     # -- actions -------------------------------------------------------------------------
     def on_key(self, event: Key) -> None:

@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Label, Log, ProgressBar, Static
 
 from mindtui.tui.key_footer import KeyFooter
+from mindtui.tui.literal import literal
 from mindtui.tui.status import StatusBar, cut
 from mindtui.tui.worker_errors import ReportsWorkerErrors
 
@@ -119,7 +120,7 @@ class StepRow(Horizontal):
                 bar.update(total=max(bar.total or 1, 1), progress=max(bar.total or 1, 1))
             elif bar.total is None:
                 bar.update(total=1, progress=0)  # stopped: not moving any more
-            counts.update(self.state + (f": {event['error']}" if event.get("error") else ""))
+            counts.update(literal(self.state + (f": {event['error']}" if event.get("error") else "")))
 
     def tick(self, now: float) -> None:
         """The counts by the last rate (between reports), or the time the step has run so far."""
@@ -215,7 +216,7 @@ class JobsScreen(ReportsWorkerErrors, Screen):
         table = self.query_one("#job-history", DataTable)
         row = table.cursor_row
         text = report_text(self.runs[row]) if self.runs and 0 <= row < len(self.runs) else "no job has run yet"
-        self.query_one("#job-report", Static).update(text)
+        self.query_one("#job-report", Static).update(literal(text, lines=True))
 
     def action_reload(self) -> None:
         self.load_history()

@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 
 from mindtui.tui.key_footer import KeyFooter
 from mindtui.tui.lazy import service_api
+from mindtui.tui.literal import literal, visible
 from mindtui.tui.knowledge_form import KnowledgeForm
 from mindtui.tui.status import StatusBar
 from mindtui.tui.worker_errors import ReportsWorkerErrors
@@ -28,7 +29,7 @@ def subject_of(item) -> str:
 
 def item_detail(item) -> str:
     lines = [f"#{item.item_id}  {item.type}  ·  {item.status}" + ("" if item.is_current else "  ·  ended"),
-             "", item.title]
+             "", visible(item.title)]
     if item.body:
         lines += ["", item.body]
     if item.quote:
@@ -128,10 +129,10 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
         for item in shown:
             if subject_of(item) != subject:
                 subject = subject_of(item)
-                options.append(Option(f"▸ {subject}", disabled=True))
+                options.append(Option(literal(f"▸ {subject}"), disabled=True))
                 self.rows.append(None)
             mark = {"confirmed": "✓", "draft": "·", "superseded": "×"}.get(item.status, "?")
-            options.append(Option(f"  {mark} {item.type:<11} {item.title}", id=str(item.item_id)))
+            options.append(Option(literal(f"  {mark} {item.type:<11} {item.title}"), id=str(item.item_id)))
             self.rows.append(item)
         option_list = self.query_one("#items", OptionList)
         option_list.set_options(options)
@@ -165,7 +166,7 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
     @on(Detail)
     def _detail(self, message: Detail) -> None:
         self.detail = message.item
-        self.query_one("#item-detail", Static).update(item_detail(message.item))
+        self.query_one("#item-detail", Static).update(literal(item_detail(message.item), lines=True))
 
     # -- keys ----------------------------------------------------------------------------
     def action_filter(self) -> None:

@@ -22,12 +22,12 @@ from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
 from rich.style import Style
 from rich.table import Table
-from rich.text import Text
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from mindtui.tui.literal import literal_text, visible
 from mindtui.tui.note_markdown import WIKILINK_SCHEME, NotePages, href_target, readable
 
 PAGE_CHARS = 2_000  # one page renders in ~3-15 ms (a 2-core machine, idle to loaded)
@@ -57,7 +57,7 @@ def properties_table(rows: list[tuple[str, str]]) -> Table:
     compact, so the text still starts on the first screen of an 80x24 terminal."""
     table = Table("property", "value", show_header=False, expand=False, box=None, padding=(0, 1, 0, 0))
     for key, value in rows:
-        table.add_row(Text(key, style="bold"), value)
+        table.add_row(literal_text(key, "bold"), literal_text(value, lines=True))
     return table
 
 
@@ -174,7 +174,8 @@ class PagedMarkdown(ScrollView, can_focus=True):
         full garbage collection of the process take 0.1-1.2 s (with keys waiting behind it)."""
         lines = self._cache.get(page)
         if lines is None:
-            lines = self._rendered(RichMarkdown(readable(self._pages.page(page), frontmatter=False), hyperlinks=True))
+            markdown = visible(readable(self._pages.page(page), frontmatter=False), lines=True)
+            lines = self._rendered(RichMarkdown(markdown, hyperlinks=True))
             if looked_at:  # a page rendered ahead only to be counted is not kept
                 self._cache[page] = lines
                 while len(self._cache) > CACHED_PAGES:

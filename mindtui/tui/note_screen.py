@@ -22,6 +22,7 @@ from textual.widgets import Markdown, Static, Tree
 
 from mindtui.tui.key_footer import KeyFooter
 from mindtui.tui.lazy import service_api
+from mindtui.tui.literal import literal, literal_text, visible
 from mindtui.tui.note_markdown import NotePages, frontmatter_rows, href_target, readable, strip_frontmatter
 from mindtui.tui.note_markdown import wikilinks
 from mindtui.tui.note_pages import PAGE_CHARS, PagedMarkdown, properties_table
@@ -49,7 +50,7 @@ class Prepared:
 
     def __init__(self, text: str) -> None:
         paged = len(text) > PAGED_FROM
-        self.markdown = "" if paged else readable(text)  # a long one is made readable page by page
+        self.markdown = "" if paged else visible(readable(text), lines=True)  # a long one: page by page
         self.pages = NotePages(strip_frontmatter(text), PAGE_CHARS, FIRST_PAGES) if paged else None
         self.properties = frontmatter_rows(text)
 
@@ -82,7 +83,8 @@ def one_per_note(entries: list) -> list[tuple[object, list[str]]]:
 
 def entry_detail(group: str, entry, kinds: list[str] | None = None) -> str:
     extra = " ".join(f"{k} {v}" for k, v in entry.extra.items() if v not in (None, "", False))
-    lines = [f"{entry.title}", f"{entry.path}", f"{GROUP_LABELS.get(group, group)} · {', '.join(kinds or [entry.kind])}",
+    lines = [visible(entry.title), visible(entry.path),
+             f"{GROUP_LABELS.get(group, group)} · {', '.join(kinds or [entry.kind])}",
              f"{entry.provenance} · confidence {entry.confidence:.2f} · weight {entry.weight:g}"]
     if extra:
         lines.append(extra)
@@ -228,7 +230,7 @@ class NoteScreen(ReportsWorkerErrors, Screen):
     def _gone(self) -> None:
         if self.note is not None:
             self.notify(f"{self.note.path} was deleted on disk", severity="warning")
-            self.query_one("#note-header", Static).update(f"{self.note.title}  ·  deleted on disk")
+            self.query_one("#note-header", Static).update(literal(f"{self.note.title}  ·  deleted on disk"))
 
     def _vault_changed(self, generation: int) -> None:
         """The live vault imported changes: reload the open note in place when it is one of them
@@ -243,20 +245,20 @@ class NoteScreen(ReportsWorkerErrors, Screen):
         note = self.note
         if note is None:
             return
-        header = f"{note.title}  ·  {note.type}  ·  {note.path}"
+        header = visible(f"{note.title}  ·  {note.type}  ·  {note.path}")
         if note.tags:
-            header += "  ·  #" + " #".join(note.tags)
+            header += visible("  ·  #" + " #".join(note.tags))
         if self.chunk_index is not None and note.chunks:
             chunk = note.chunks[self.chunk_index]
             header += (f"\nchunk {self.chunk_index + 1}/{len(note.chunks)}"
-                       f"{'  ·  ' + chunk.heading_path if chunk.heading_path else ''}"
+                       f"{'  ·  ' + visible(chunk.heading_path) if chunk.heading_path else ''}"
                        f"  ·  lines {chunk.line_start}-{chunk.line_end}")
             prepared = Prepared(chunk.text)  # a chunk is short (<= 512 tokens): at once
         else:
             prepared = self.prepared or Prepared(note.text)
             if note.text_source != "file":
                 header += f"\n({'changed on disk since the import' if note.text_source == 'file-changed' else 'from the index: the file is not readable'})"
-        self.query_one("#note-header", Static).update(header)
+        self.query_one("#note-header", Static).update(literal(header, lines=True))
         scroll, pages = self.query_one("#note-scroll"), self.query_one("#note-pages", PagedMarkdown)
         scroll.display, pages.display = prepared.pages is None, prepared.pages is not None
         if prepared.pages is not None:
@@ -284,14 +286,14 @@ class NoteScreen(ReportsWorkerErrors, Screen):
             branch = tree.root.add(f"knowledge ({len(self.items)})", expand=True, data=None)
             for item in self.items:
                 mark = {"confirmed": "✓", "draft": "·", "superseded": "×"}.get(item.status, "?")
-                branch.add_leaf(cut(f"{mark} {item.type}: {item.title}", room), data=("knowledge", item))
+                branch.add_leaf(literal_text(cut(f"{mark} {item.type}: {item.title}", room)), data=("knowledge", item))
         for group, entries in groups.items():
             if not entries:
                 continue
             rows = one_per_note(entries)
             branch = tree.root.add(f"{GROUP_LABELS.get(group, group)} ({len(rows)})", expand=True, data=None)
             for entry, kinds in rows[:NEIGHBOURS_SHOWN]:
-                branch.add_leaf(entry_label(entry, room), data=(group, entry, kinds))
+                branch.add_leaf(literal_text(entry_label(entry, room)), data=(group, entry, kinds))
             if len(rows) > NEIGHBOURS_SHOWN:
                 branch.add_leaf(f"… {len(rows) - NEIGHBOURS_SHOWN:,} more"
                                 + (" (l lists every link)" if group == "links_out" else ""))
@@ -313,10 +315,11 @@ class NoteScreen(ReportsWorkerErrors, Screen):
         data = event.node.data
         if data and data[0] == "knowledge":
             item = data[1]
-            text = f"{item.type} · {item.status}\n{item.title}" + (f"\n“{item.quote}”" if item.quote else "")
+            text = (f"{item.type} · {item.status}\n{visible(item.title)}"
+                    + (f"\n“{item.quote}”" if item.quote else ""))
         else:
             text = entry_detail(*data) if data else ""
-        self.query_one("#neighbour-detail", Static).update(text)
+        self.query_one("#neighbour-detail", Static).update(literal(text, lines=True))
 
     @on(Tree.NodeSelected, "#neighbours")
     def _neighbour_selected(self, event: Tree.NodeSelected) -> None:

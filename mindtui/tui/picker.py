@@ -16,6 +16,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from mindtui.tui.lazy import service_api
+from mindtui.tui.literal import ShowsControls, literal
 from mindtui.tui.worker_errors import ReportsWorkerErrors, SurvivesErrors
 
 
@@ -36,8 +37,9 @@ class PickerScreen(SurvivesErrors, ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
-            yield Static(self.title_text, id="picker-title")
-            yield OptionList(*[Option(c.label, id=str(i)) for i, c in enumerate(self.choices)], id="picker-list")
+            yield Static(literal(self.title_text), id="picker-title")
+            yield OptionList(*[Option(literal(c.label), id=str(i)) for i, c in enumerate(self.choices)],
+                             id="picker-list")
 
     @on(OptionList.OptionSelected, "#picker-list")
     def _chosen(self, event: OptionList.OptionSelected) -> None:
@@ -67,8 +69,8 @@ class NoteSearchPicker(ReportsWorkerErrors, ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
-            yield Static(self.title_text, id="picker-title")
-            yield Input(self.initial, placeholder="find the note…", id="picker-query")
+            yield Static(literal(self.title_text), id="picker-title")
+            yield Input(self.initial, placeholder="find the note…", id="picker-query", highlighter=ShowsControls())
             yield OptionList(id="picker-list")
 
     def on_mount(self) -> None:
@@ -95,7 +97,7 @@ class NoteSearchPicker(ReportsWorkerErrors, ModalScreen[str | None]):
             return
         self.results = message.results
         self.query_one("#picker-list", OptionList).set_options(
-            [Option(f"{r.title}  ({r.path})", id=r.note_id) for r in message.results])
+            [Option(literal(f"{r.title}  ({r.path})"), id=r.note_id) for r in message.results])
 
     @on(Input.Submitted, "#picker-query")
     def _submitted(self, event: Input.Submitted) -> None:
@@ -129,7 +131,7 @@ class TextPrompt(SurvivesErrors, ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
-            yield Static(self.title_text, id="picker-title")
+            yield Static(literal(self.title_text), id="picker-title")
             yield TextArea(id="prompt-text")
             yield Static("ctrl+o take it · Esc cancel", id="prompt-hint")
 

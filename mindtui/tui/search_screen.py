@@ -25,6 +25,7 @@ from textual.worker import get_current_worker
 
 from mindtui.tui.key_footer import KeyFooter
 from mindtui.tui.lazy import service_api
+from mindtui.tui.literal import literal, visible
 from mindtui.tui.result_list import ResultList
 from mindtui.tui.status import StatusBar
 from mindtui.tui.worker_errors import ReportsWorkerErrors
@@ -50,16 +51,16 @@ def result_prompt(result: SearchResult, width: int) -> Text:
     if result.kind == "knowledge":  # a knowledge item, not a note: marked so
         head.append("◆ ", style="bold")
         room -= 2
-    head.append(result.title[:room], style="bold")
+    head.append(visible(result.title[:room]), style="bold")
     if result.note_type and len(result.title) + len(result.note_type) + 2 <= room:
-        head.append(f"  {result.note_type}", style="italic")
-    snippet = result.snippet[:room]
+        head.append(visible(f"  {result.note_type}"), style="italic")
+    snippet = visible(result.snippet[:room])
     line = Text(snippet[:-1] + "…" if len(result.snippet) > room else snippet)
     for start, end in result.highlights:
         if start < len(line):
             line.stylize("bold underline", start, min(end, len(line)))
     where = result.path if result.kind != "knowledge" else f"knowledge item #{result.item_id}  {result.path}"
-    text = Text("\n", no_wrap=True, overflow="ellipsis").join([head, Text(where[:room], style="dim"), line])
+    text = Text("\n", no_wrap=True, overflow="ellipsis").join([head, Text(visible(where[:room]), style="dim"), line])
     text.no_wrap, text.overflow = True, "ellipsis"
     return text
 
@@ -67,7 +68,7 @@ def result_prompt(result: SearchResult, width: int) -> Text:
 def explain_text(result: SearchResult) -> str:
     """Each list's rank and score, fusion, weights, graph gain and rerank, one per line."""
     explain = result.explain
-    lines = [f"{result.title}", f"score {result.score:.4f}", ""]
+    lines = [visible(result.title), f"score {result.score:.4f}", ""]
     for name, label in (("fts", "full text"), ("vector", "vector"), ("title", "name")):
         entry = explain.get(name)
         if entry:
@@ -297,7 +298,7 @@ class SearchScreen(ReportsWorkerErrors, Screen):
 
     def _show_count(self, empty: str = "") -> None:
         notice = self.query_one("#notice", Static)
-        notice.update(" · ".join([*([self.count_text()] if self.results else []), *self.notices]) or empty)
+        notice.update(literal(" · ".join([*([self.count_text()] if self.results else []), *self.notices]) or empty))
         notice.set_class(bool(self.notices), "degraded")
 
     def count_text(self) -> str:
@@ -372,7 +373,7 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         if panel.has_class("hidden"):
             return
         result = self.selected()
-        panel.update(explain_text(result) if result else "no result selected")
+        panel.update(literal(explain_text(result), lines=True) if result else "no result selected")
 
     def selected(self) -> SearchResult | None:
         index = self.query_one("#results", OptionList).highlighted

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from textual.widgets import Static
 
+from mindtui.tui.literal import literal
+
 if TYPE_CHECKING:
     from mindtui.service import Service
 
@@ -62,4 +64,4 @@ class StatusBar(Static):
         self.watch(self.app, "status_text", self._show, init=True)
 
     def _show(self, text: str) -> None:
-        self.update(text)
+        self.update(literal(text))  # the database's file name, a model's path in its reason
