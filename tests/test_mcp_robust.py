@@ -1,0 +1,183 @@
+"""`mindtui mcp` against a curious or broken agent: raw lines on the real stdio transport.
+
+Each test starts `python -m mindtui mcp --db ...` as a child process and writes bytes to its
+stdin, the way a client with a bug would, then reads its stdout line by line (a reader thread
+and a queue: waiting on the next line, never sleeping). Every line the server writes must be a
+JSON-RPC message, a bad line must get an error answer (the SDK's own transport dropped it and
+the client waited for ever), and the server must keep serving, end on stdin's end, on SIGINT
+and SIGTERM, and never echo more than a bounded message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+from tui_support import build_fixed_db
+
+from mindtui.mcp.transport import MAX_MESSAGE_BYTES
+
+from conftest import REPO
+
+TIMEOUT_S = 60  # a line the server owes; far more than any answer here takes
+INIT = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+@pytest.fixture
+def fixed_db(sample_vault, db_path, tmp_path, monkeypatch):
+    monkeypatch.setenv("MINDTUI_MODELS__EMBEDDING_PATH", str(tmp_path / "absent.gguf"))
+    build_fixed_db(sample_vault.root, db_path)
+    return db_path
+
+
+class RawServer:
+    """The server as a child process, spoken to in raw lines."""
+
+    def __init__(self, db, *extra: str) -> None:
+        self.process = subprocess.Popen([sys.executable, "-m", "mindtui", "mcp", "--db", str(db), *extra],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        env=dict(os.environ), cwd=str(REPO))
+        self.lines: queue.Queue = queue.Queue()
+        self.stderr: list[bytes] = []
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=lambda: self.stderr.extend(self.process.stderr), daemon=True).start()
+
+    def _read_stdout(self) -> None:
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def send(self, message) -> None:
+        data = message if isinstance(message, bytes) else json.dumps(message).encode()
+        self.process.stdin.write(data + b"\n")
+        self.process.stdin.flush()
+
+    def receive(self) -> dict | None:
+        """The next message the server writes (None: its stdout ended); each line is JSON."""
+        line = self.lines.get(timeout=TIMEOUT_S)
+        return None if line is None else json.loads(line)
+
+    def ask(self, message) -> dict:
+        self.send(message)
+        return self.receive()
+
+    def start(self) -> "RawServer":
+        assert self.ask(INIT)["result"]["serverInfo"]["name"] == "mindtui"
+        self.send(INITIALIZED)
+        return self
+
+    def tool(self, request_id, name: str, arguments) -> dict:
+        return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                "params": {"name": name, "arguments": arguments}}
+
+    def close(self) -> tuple[int, str]:
+        """Close stdin; the exit code once the server has ended, and its stderr."""
+        self.process.stdin.close()
+        code = self.process.wait(TIMEOUT_S)
+        return code, b"".join(self.stderr).decode("utf-8", "replace")
+
+
+def search_works(server: RawServer, request_id) -> bool:
+    answer = server.ask(server.tool(request_id, "search", {"query": "SQLite", "limit": 1}))
+    return answer["id"] == request_id and not answer["result"]["isError"] and bool(answer["result"]["content"])
+
+
+GARBAGE = [  # (line, the error code, the id it is answered with)
+    (b"not json", -32700, None),
+    (b"[1, 2]", -32600, None),  # a batch: not in this protocol
+    (b"42", -32600, None),
+    (b'{"id": 5, "method": "ping"}', -32600, 5),  # no "jsonrpc"
+    (b'{"jsonrpc": "1.0", "id": 6, "method": "ping"}', -32600, 6),
+    (b'{"jsonrpc": "2.0", "id": 7}', -32600, 7),  # neither request nor response
+    (b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": "x"}', -32600, 8),
+    (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}', -32600, None),  # the SDK took it for a notification
+    (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}', -32600, None),
+    (b'\xff\xfe{"jsonrpc": "2.0", "id": 9, "method": "ping"}', -32700, None),  # not UTF-8, then not JSON
+    (b'{"jsonrpc": "2.0", "id": 10, "method": "ping", "params": {"q": "a\x00b"}}', -32700, None),  # a raw NUL
+    (b'{"jsonrpc": "2.0", "id": 11, "method": "ping", "params": {"n": NaN}}', -32700, None),
+    (b'{"jsonrpc": "2.0", "id": 12, "method": "ping", "params": {"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}",
+     -32700, None),
+    (b'{"jsonrpc": "2.0", "id": 13, "method": "ping", "params": {"x": ' + b"[" * 100 + b"]" * 100 + b"}}",
+     -32600, 13),
+]
+
+
+def test_every_bad_line_gets_an_error_answer_and_the_server_keeps_serving(fixed_db):
+    server = RawServer(fixed_db).start()
+    for line, code, request_id in GARBAGE:
+        answer = server.ask(line)
+        assert answer["error"]["code"] == code and answer["id"] == request_id, (line[:80], answer)
+        assert answer["error"]["message"] and len(answer["error"]["message"]) < 300
+        assert search_works(server, f"after {request_id}")
+    server.send(b"   ")  # a blank line is no message: nothing comes back for it, the next answer is the ping's
+    assert server.ask({"jsonrpc": "2.0", "id": "ping", "method": "ping"})["id"] == "ping"
+    # lone surrogates are valid JSON: the request is served, with U+FFFD in their place
+    answer = server.ask(b'{"jsonrpc": "2.0", "id": 20, "method": "tools/call", "params": {"name": "context_pack", '
+                        b'"arguments": {"query": "SQLite \\ud800 \\udfff"}}}')
+    assert answer["id"] == 20 and not answer["result"]["isError"], answer
+    assert answer["result"]["structuredContent"]["seed"] == {"query": "SQLite \ufffd \ufffd"}
+    code, stderr = server.close()
+    assert code == 0 and "Traceback" not in stderr
+    assert stderr.count("mindtui mcp: refused a line") == len(GARBAGE)
+
+
+def test_a_huge_line_is_refused_without_reading_it_into_memory(fixed_db):
+    server = RawServer(fixed_db).start()
+
+    def peak_kb() -> int:
+        status = open(f"/proc/{server.process.pid}/status").read()
+        return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM")))
+
+    before = peak_kb()
+    huge = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "' + b"a" * 50_000_000 + b'"}}'
+    answer = server.ask(huge)
+    assert answer["id"] is None and answer["error"]["code"] == -32600
+    assert f"at most {MAX_MESSAGE_BYTES}" in answer["error"]["message"]
+    assert peak_kb() - before < 60_000  # the SDK's transport read it whole: ~490 MB more
+    assert search_works(server, 2)  # the next line is read from its start
+    assert server.close()[0] == 0
+
+
+def test_the_requests_read_before_stdin_ends_are_answered(fixed_db):
+    """`printf '...' | mindtui mcp`: stdin ends right after the requests."""
+    server = RawServer(fixed_db)
+    server.send(INIT)
+    server.send(INITIALIZED)
+    server.send(server.tool(1, "search", {"query": "SQLite", "limit": 1}))
+    server.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    server.process.stdin.write(b'{"jsonrpc": "2.0", "id": 3, "meth')  # cut off mid-request
+    code, stderr = server.close()
+    answers = list(iter(server.receive, None))
+    assert code == 0 and "Traceback" not in stderr
+    assert {a["id"] for a in answers} == {"init", 1, 2, None}  # None: the cut line's parse error
+    assert next(a for a in answers if a["id"] == 1)["result"]["structuredContent"]["results"]
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 0)])
+def test_a_signal_ends_the_server(fixed_db, signum, code):
+    server = RawServer(fixed_db).start()
+    assert search_works(server, 1)
+    server.process.send_signal(signum)
+    assert server.process.wait(TIMEOUT_S) == code  # the SDK's stdin read hung on SIGINT; SIGTERM killed it
+    assert "Traceback" not in b"".join(server.stderr).decode()
+
+
+def test_protocol_errors_say_what_is_wrong(fixed_db):
+    server = RawServer(fixed_db)
+    early = server.ask(server.tool(1, "search", {"query": "SQLite"}))
+    assert early["error"]["code"] == -32602 and "send `initialize`" in early["error"]["message"]
+    server.start()
+    listed = server.ask(server.tool(2, "search", ["SQLite"]))
+    assert listed["error"]["code"] == -32602 and "arguments" in listed["error"]["message"]
+    named = server.ask({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": 5}})
+    assert named["error"]["code"] == -32602 and "name" in named["error"]["message"]
+    assert search_works(server, 4)
+    assert server.close()[0] == 0
