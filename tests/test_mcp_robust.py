@@ -24,6 +24,7 @@ from tui_support import build_fixed_db
 from mindtui.mcp.transport import MAX_MESSAGE_BYTES
 
 from conftest import REPO
+from test_mcp import call, ok, serving
 
 TIMEOUT_S = 60  # a line the server owes; far more than any answer here takes
 INIT = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
@@ -168,6 +169,28 @@ def test_a_signal_ends_the_server(fixed_db, signum, code):
     server.process.send_signal(signum)
     assert server.process.wait(TIMEOUT_S) == code  # the SDK's stdin read hung on SIGINT; SIGTERM killed it
     assert "Traceback" not in b"".join(server.stderr).decode()
+
+
+async def test_whole_numbers_written_as_floats_are_taken(fixed_db):
+    """JSON Schema counts 5.0 as an integer: the checks let it through, the tools failed on it."""
+    async with serving(fixed_db) as client:
+        assert len((await ok(client, "search", {"query": "SQLite", "limit": 2.0}))["results"]) == 2
+        assert (await ok(client, "neighbors", {"note": "SQLite", "limit": 1.0}))["groups"]
+        assert len((await ok(client, "get_note", {"note": "SQLite", "max_chars": 100.0}))["text"]) == 100
+        assert (await ok(client, "knowledge_search", {"query": "SQLite", "limit": 2.0, "type": "decision"}))["items"]
+        pack = await ok(client, "context_pack", {"query": "SQLite", "limit": 2.0, "budget_tokens": 600.0})
+        assert pack["budget_tokens"] == 600 and isinstance(pack["budget_tokens"], int) and pack["notes"]
+        is_error, data = await call(client, "search", {"query": "SQLite", "limit": 2.5})
+        assert is_error and data["error"] == "bad_arguments"
+
+
+async def test_an_error_quotes_a_long_value_cut_short(fixed_db):
+    async with serving(fixed_db) as client:
+        is_error, data = await call(client, "search", {"query": "x" * 1_000_000})
+        assert is_error and data["error"] == "bad_arguments" and "is too long" in data["message"]
+        assert "1,000,002 characters" in data["message"] and len(data["message"]) < 300
+        is_error, data = await call(client, "search", {"query": "x", "y" * 100_000: 1})
+        assert is_error and len(data["message"]) < 500
 
 
 def test_protocol_errors_say_what_is_wrong(fixed_db):
