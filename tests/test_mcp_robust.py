@@ -21,7 +21,11 @@ import threading
 import pytest
 from tui_support import build_fixed_db
 
+from mindtui.audience import Audience
+from mindtui.config import load_settings
+from mindtui.errors import InputError
 from mindtui.mcp.transport import MAX_MESSAGE_BYTES
+from mindtui.service import SearchOptions, Service
 
 from conftest import REPO
 from test_mcp import call, ok, serving
@@ -184,6 +188,16 @@ async def test_whole_numbers_written_as_floats_are_taken(fixed_db):
         assert is_error and data["error"] == "bad_arguments"
 
 
+def test_the_service_refuses_limits_that_are_not_whole_numbers(fixed_db):
+    with Service(load_settings().with_overrides(db=str(fixed_db)), audience=Audience.AGENT) as agent:
+        for limit in (5.0, "5", True, 0):
+            with pytest.raises(InputError, match="limit must be a whole number"):
+                agent.search("SQLite", SearchOptions(limit=limit, log=False))
+        for arguments in ({"budget_tokens": 600.0}, {"limit": 2.0}):
+            with pytest.raises(InputError, match="must be a whole number"):
+                agent.context_pack(query="SQLite", **arguments)
+
+
 async def test_an_error_quotes_a_long_value_cut_short(fixed_db):
     async with serving(fixed_db) as client:
         is_error, data = await call(client, "search", {"query": "x" * 1_000_000})
@@ -191,6 +205,13 @@ async def test_an_error_quotes_a_long_value_cut_short(fixed_db):
         assert "1,000,002 characters" in data["message"] and len(data["message"]) < 300
         is_error, data = await call(client, "search", {"query": "x", "y" * 100_000: 1})
         assert is_error and len(data["message"]) < 500
+
+
+async def test_a_proposal_naming_an_item_beyond_sqlites_integers_is_invalid(fixed_db):
+    async with serving(fixed_db, "--allow-proposals") as client:
+        for supersedes in (2**63, 2**70):
+            data = await ok(client, "propose_knowledge", {"type": "fact", "title": "Neu", "supersedes": supersedes})
+            assert data["decision"] == "invalid" and "supersedes" in data["reason"], data
 
 
 def test_protocol_errors_say_what_is_wrong(fixed_db):

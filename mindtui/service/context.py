@@ -57,6 +57,9 @@ def build_context_pack(service: "Service", *, note: str | None = None, query: st
                        neighbours_per_note: int = 8, knowledge: bool = True) -> dict:
     if (note is None) == (query is None) or not (note or query or "").strip():
         raise InputError("context_pack needs exactly one of `note` or `query` (non-empty)")
+    for name, value in (("budget_tokens", budget_tokens), ("limit", limit)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f"{name} must be a whole number, not {value!r}")
     if not MIN_BUDGET <= budget_tokens <= MAX_BUDGET:
         raise InputError(f"budget_tokens must be between {MIN_BUDGET} and {MAX_BUDGET}, not {budget_tokens}")
     if not 1 <= limit <= 50:
