@@ -207,6 +207,21 @@ async def test_an_error_quotes_a_long_value_cut_short(fixed_db):
         assert is_error and len(data["message"]) < 500
 
 
+async def test_a_context_pack_for_a_query_that_finds_a_knowledge_item_about_a_topic(fixed_db):
+    """A topic item has no note: taken as the pack's seed, it was 'no note '''."""
+    settings = load_settings().with_overrides(db=str(fixed_db))
+    with Service(settings, audience=Audience.OWNER) as owner:
+        added = owner.knowledge_submit({"schema": "knowledge_proposal.v1", "type": "fact", "about": "topic:Fische",
+                                        "title": "Der Quastenflosser lebt vor den Komoren, neben SQLite"})
+        assert added.decision == "add", added
+    async with serving(fixed_db) as client:
+        assert (await ok(client, "knowledge_search", {"query": "Quastenflosser"}))["items"]
+        assert (await ok(client, "context_pack", {"query": "Quastenflosser"}))["notes"] == []
+        pack = await ok(client, "context_pack", {"query": "SQLite Quastenflosser", "limit": 20})
+        ids = [note["id"] for note in pack["notes"]]
+        assert ids and all(ids) and len(set(ids)) == len(ids)
+
+
 async def test_a_proposal_naming_an_item_beyond_sqlites_integers_is_invalid(fixed_db):
     async with serving(fixed_db, "--allow-proposals") as client:
         for supersedes in (2**63, 2**70):

@@ -69,7 +69,10 @@ def build_context_pack(service: "Service", *, note: str | None = None, query: st
         view = service._note(note, with_chunks=False)  # NoteNotFound for a note the audience may not see
         seeds = [_Seed(view.note_id, None, None)]
     else:
-        response = service._search(query, SearchOptions(limit=limit, log=False, rerank=False, wait_for_model=False))
+        # notes only: a knowledge item is no seed (one about a topic has no note; one from a note would
+        # repeat it), the items come with their notes below
+        response = service._search(query, SearchOptions(limit=limit, log=False, rerank=False, wait_for_model=False,
+                                                        kind="notes"))
         notices.extend(response.notices)
         seeds = [_Seed(r.note_id, round(r.score, 4), r.chunk_id) for r in response.results]
     pack: dict = {"seed": {"note": note} if note is not None else {"query": query}, "budget_tokens": budget_tokens,
