@@ -229,6 +229,13 @@ async def test_a_proposal_naming_an_item_beyond_sqlites_integers_is_invalid(fixe
             assert data["decision"] == "invalid" and "supersedes" in data["reason"], data
 
 
+async def test_an_agent_is_not_told_where_the_owners_model_lives(fixed_db, tmp_path):
+    async with serving(fixed_db) as client:
+        found = await ok(client, "search", {"query": "SQLite"})
+    assert found["results"] and any("full-text" in notice for notice in found["notices"])
+    assert not [notice for notice in found["notices"] if str(tmp_path) in notice or ".gguf" in notice]
+
+
 def test_protocol_errors_say_what_is_wrong(fixed_db):
     server = RawServer(fixed_db)
     early = server.ask(server.tool(1, "search", {"query": "SQLite"}))
