@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import select
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from tui_support import build_fixed_db
 from mindtui.audience import Audience
 from mindtui.config import load_settings
 from mindtui.errors import InputError
-from mindtui.mcp.transport import MAX_MESSAGE_BYTES
+from mindtui.mcp.transport import MAX_IN_FLIGHT, MAX_MESSAGE_BYTES
 from mindtui.service import SearchOptions, Service
 
 from conftest import REPO
@@ -46,14 +47,18 @@ def fixed_db(sample_vault, db_path, tmp_path, monkeypatch):
 class RawServer:
     """The server as a child process, spoken to in raw lines."""
 
-    def __init__(self, db, *extra: str) -> None:
+    def __init__(self, db, *extra: str, reading: bool = True) -> None:
         self.process = subprocess.Popen([sys.executable, "-m", "mindtui", "mcp", "--db", str(db), *extra],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         env=dict(os.environ), cwd=str(REPO))
         self.lines: queue.Queue = queue.Queue()
         self.stderr: list[bytes] = []
-        threading.Thread(target=self._read_stdout, daemon=True).start()
+        if reading:
+            self.start_reading()
         threading.Thread(target=lambda: self.stderr.extend(self.process.stderr), daemon=True).start()
+
+    def start_reading(self) -> None:
+        threading.Thread(target=self._read_stdout, daemon=True).start()
 
     def _read_stdout(self) -> None:
         for line in self.process.stdout:
@@ -164,6 +169,38 @@ def test_the_requests_read_before_stdin_ends_are_answered(fixed_db):
     assert code == 0 and "Traceback" not in stderr
     assert {a["id"] for a in answers} == {"init", 1, 2, None}  # None: the cut line's parse error
     assert next(a for a in answers if a["id"] == 1)["result"]["structuredContent"]["results"]
+
+
+def test_a_client_that_reads_no_answers_stops_the_server_reading(fixed_db):
+    """The answers wait in the server until they are read: at MAX_IN_FLIGHT of them it reads no
+    further request (it ran them all and held every answer: memory without bound)."""
+    server = RawServer(fixed_db, reading=False)
+    server.send(INIT)
+    assert json.loads(server.process.stdout.readline())["id"] == "init"
+    server.send(INITIALIZED)
+    wire = server.process.stdin.fileno()
+    os.set_blocking(wire, False)
+    total, sent, pending = 200, 0, b""
+    while sent < total:  # ~4 KB lines: the pipe holds 16; each answer (~100 KB) fills the other pipe
+        pending = pending or b" " * 4000 + json.dumps(server.tool(sent, "context_pack", {
+            "query": "SQLite Suche", "budget_tokens": 100_000, "limit": 20})).encode() + b"\n"
+        try:
+            pending = pending[os.write(wire, pending):]
+        except BlockingIOError:
+            if not select.select([], [wire], [], 3)[1]:
+                break  # the server has stopped reading
+            continue
+        sent += 0 if pending else 1
+    assert sent < total and sent <= MAX_IN_FLIGHT + 40, sent  # in flight, and what the pipes and buffers hold
+    server.start_reading()  # the answers flow: the server reads on
+    os.set_blocking(wire, True)
+    if pending:
+        server.process.stdin.write(pending)
+        sent += 1
+    code, stderr = server.close()
+    answers = list(iter(server.receive, None))
+    assert code == 0 and sorted(a["id"] for a in answers) == list(range(sent))
+    assert all(a["result"]["structuredContent"]["notes"] for a in answers)
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 0)])

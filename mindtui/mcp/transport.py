@@ -8,13 +8,17 @@ It replaces the SDK's `mcp.server.stdio.stdio_server`, which an agent could brea
 - a line was read whole however long it was (a 50 MB line took ~0.5 GB);
 - stdin's end cancelled the requests already read: `printf '...' | mindtui mcp` got no answers;
 - the read blocked in a worker thread nothing could interrupt: Ctrl-C left the server hanging
-  until the client wrote again.
+  until the client wrote again;
+- it read on however many requests were unanswered: a client that sent and did not read had
+  them all run and every answer held in memory.
 Here every line gets an answer: a message, or a JSON-RPC error (parse error, invalid request,
 message too large) with the request's id when it has one, and one line on stderr. A line is
 read up to MAX_MESSAGE_BYTES (the rest is skipped unread into memory); lone surrogates become
 U+FFFD, as the SDK does with bytes that are not UTF-8. At stdin's end the requests in flight are
-answered first (at most DRAIN_TIMEOUT_S). While serving, fd 0 reads /dev/null and fd 1 writes
-to stderr (as the SDK's transport does), so nothing else in the process can corrupt the stream.
+answered first (at most DRAIN_TIMEOUT_S). With MAX_IN_FLIGHT requests unanswered no further
+line is read until one is (the client's writes then wait: flow control). While serving, fd 0
+reads /dev/null and fd 1 writes to stderr (as the SDK's transport does), so nothing else in the
+process can corrupt the stream.
 """
 
 from __future__ import annotations
@@ -39,6 +43,10 @@ from pydantic import ValidationError
 # character escaped); 4 MiB leaves room for any client's framing and bounds what one line costs.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 64  # no request of this protocol nests deeper than ~6; deeper ones only cost stack
+# A client that sends requests without reading the answers (a pipelined loop, a stuck reader)
+# would have them all run and their answers held: ~3.5 MB more every second for 600 context packs.
+# At this many unanswered requests the server reads no further line until one is answered.
+MAX_IN_FLIGHT = 16
 DRAIN_TIMEOUT_S = 60.0  # a tool call takes well under a second; a stuck one must not keep the process
 READ_CHUNK = 64 * 1024
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -173,20 +181,26 @@ class _InFlight:
 
     def __init__(self) -> None:
         self.ids: Counter = Counter()
-        self.empty = anyio.Event()
-        self.empty.set()
+        self.total = 0
+        self._changed = anyio.Event()
 
     def add(self, request_id) -> None:
         self.ids[request_id] += 1
-        self.empty = anyio.Event() if self.empty.is_set() else self.empty
+        self.total += 1
 
     def done(self, request_id) -> None:
         if self.ids.get(request_id, 0) > 0:
             self.ids[request_id] -= 1
+            self.total -= 1
             if not self.ids[request_id]:
                 del self.ids[request_id]
-        if not self.ids:
-            self.empty.set()
+            self._changed.set()
+            self._changed = anyio.Event()
+
+    async def at_most(self, count: int) -> None:
+        """Until no more than `count` requests are in flight."""
+        while self.total > count:
+            await self._changed.wait()
 
 
 def _error(request_id, code: int, message: str) -> SessionMessage:
@@ -243,9 +257,9 @@ async def stdio_transport(limit: int = MAX_MESSAGE_BYTES) -> AsyncIterator[tuple
             async with to_server, errors_out:
                 await _relay(reader, to_server, in_flight, refuse, limit)
                 with anyio.move_on_after(DRAIN_TIMEOUT_S) as waited:
-                    await in_flight.empty.wait()  # stdin's end: answer what was asked before it
+                    await in_flight.at_most(0)  # stdin's end: answer what was asked before it
                 if waited.cancelled_caught:
-                    print(f"mindtui mcp: stdin closed; {sum(in_flight.ids.values())} request(s) still running "
+                    print(f"mindtui mcp: stdin closed; {in_flight.total} request(s) still running "
                           f"after {DRAIN_TIMEOUT_S:.0f} s are dropped", file=sys.stderr, flush=True)
 
     async def write_wire() -> None:
@@ -277,8 +291,14 @@ async def stdio_transport(limit: int = MAX_MESSAGE_BYTES) -> AsyncIterator[tuple
 
 
 async def _relay(reader: _LineReader, to_server, in_flight: _InFlight, refuse, limit: int) -> None:
-    """Each line to the server as a message, or refused; until stdin's end."""
-    async for line in reader.receive:
+    """Each line to the server as a message, or refused; until stdin's end. With MAX_IN_FLIGHT
+    requests unanswered the next line waits (and so, once the pipe is full, does the client)."""
+    while True:
+        await in_flight.at_most(MAX_IN_FLIGHT - 1)
+        try:
+            line = await reader.receive.receive()
+        except anyio.EndOfStream:
+            break
         if line is None:
             break
         if isinstance(line, int):
