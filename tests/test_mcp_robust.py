@@ -242,6 +242,8 @@ async def test_an_error_quotes_a_long_value_cut_short(fixed_db):
         assert "1,000,002 characters" in data["message"] and len(data["message"]) < 300
         is_error, data = await call(client, "search", {"query": "x", "y" * 100_000: 1})
         assert is_error and len(data["message"]) < 500
+        is_error, data = await call(client, "z" * 1_000_000)
+        assert is_error and data["error"] == "unknown_tool" and len(data["message"]) < 500
 
 
 async def test_a_context_pack_for_a_query_that_finds_a_knowledge_item_about_a_topic(fixed_db):

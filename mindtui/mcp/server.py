@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from mindtui import __version__
 from mindtui.config import Settings
-from mindtui.mcp.tools import TOOLS, ToolInputError, ToolSpec
+from mindtui.mcp.tools import TOOLS, ToolInputError, ToolSpec, cut
 from mindtui.mcp.transport import stdio_transport
 from mindtui.service import (
     Audience, DatabaseError, InputError, MindtuiError, NoteNotFound, NotAllowed, Service,
@@ -65,7 +65,7 @@ def call(service: Service, tools: dict[str, ToolSpec], name: str, arguments: dic
     if spec is None:
         hint = (" (the server runs read-only: start it with --allow-proposals)"
                 if any(t.name == name and t.writes for t in TOOLS) else "")
-        return error_result("unknown_tool", f"no tool {name!r}{hint}; tools: {', '.join(tools)}")
+        return error_result("unknown_tool", f"no tool {cut(repr(name), 60)}{hint}; tools: {', '.join(tools)}")
     try:
         result = spec.run(service, spec.check(arguments), client)
     except NoteNotFound as exc:
