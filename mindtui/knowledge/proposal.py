@@ -25,6 +25,7 @@ MAX_TITLE = 300
 MAX_BODY = 20_000
 MAX_QUOTE = 4_000
 MAX_ABOUT = 300
+MAX_ITEM_ID = 2**63 - 1  # SQLite's largest integer: a larger id cannot name an item (and cannot be bound)
 FIELDS = ("schema", "type", "title", "body", "quote", "about", "supersedes", "confidence", "visibility", "valid_from")
 
 
@@ -186,7 +187,8 @@ def _parse(data: object) -> Proposal:
     if about is not None and about.startswith(TOPIC_PREFIX) and not about[len(TOPIC_PREFIX):].strip():
         raise ProposalError("about: 'topic:' needs the topic's text")
     supersedes = data.get("supersedes")
-    if supersedes is not None and (isinstance(supersedes, bool) or not isinstance(supersedes, int) or supersedes < 1):
+    if supersedes is not None and (isinstance(supersedes, bool) or not isinstance(supersedes, int)
+                                   or not 1 <= supersedes <= MAX_ITEM_ID):
         raise ProposalError(f"supersedes: expected an item id (a positive whole number), got {str(supersedes)[:40]!r}")
     confidence = data.get("confidence")
     if confidence is not None:

@@ -6,21 +6,26 @@ One service for the audience `agent` serves every call: private notes and notes 
 for it (full-text answers with a notice meanwhile). Each call runs in a worker thread, so a slow
 call never blocks the protocol. A failing call is an error result (`isError`) with a message
 the agent can act on, and the server keeps serving. Read-only unless `--allow-proposals`.
+The stdio transport is mindtui's own (mindtui.mcp.transport says why): a line that is no message
+gets an error answer, never silence.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import traceback
 
 import anyio
 import mcp_types as types
 from mcp.server import Server
-from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from mindtui import __version__
 from mindtui.config import Settings
-from mindtui.mcp.tools import TOOLS, ToolInputError, ToolSpec
+from mindtui.mcp.tools import TOOLS, ToolInputError, ToolSpec, cut
+from mindtui.mcp.transport import stdio_transport
 from mindtui.service import (
     Audience, DatabaseError, InputError, MindtuiError, NoteNotFound, NotAllowed, Service,
 )
@@ -60,7 +65,7 @@ def call(service: Service, tools: dict[str, ToolSpec], name: str, arguments: dic
     if spec is None:
         hint = (" (the server runs read-only: start it with --allow-proposals)"
                 if any(t.name == name and t.writes for t in TOOLS) else "")
-        return error_result("unknown_tool", f"no tool {name!r}{hint}; tools: {', '.join(tools)}")
+        return error_result("unknown_tool", f"no tool {cut(repr(name), 60)}{hint}; tools: {', '.join(tools)}")
     try:
         result = spec.run(service, spec.check(arguments), client)
     except NoteNotFound as exc:
@@ -90,8 +95,30 @@ def build_server(service: Service, allow_proposals: bool = False) -> Server:
         client = client_name(ctx)
         return await anyio.to_thread.run_sync(call, service, tools, params.name, params.arguments, client)
 
-    return Server("mindtui", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
-                  on_call_tool=call_tool)
+    server = Server("mindtui", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
+                    on_call_tool=call_tool)
+    server.middleware.append(clear_protocol_errors)
+    return server
+
+
+async def clear_protocol_errors(ctx, call_next):
+    """The SDK (mcp 2.3) answers a request sent before `initialize`, and params its models refuse
+    (`arguments` a list, a tool `name` a number), with a bare "Invalid request parameters": an
+    agent cannot tell what to change. Same code, a message that says it."""
+    try:
+        return await call_next(ctx)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"]) or "params"
+        message = f"Invalid request parameters for {ctx.method}: {where}: {problem['msg']}"
+        raise MCPError(code=types.INVALID_PARAMS, message=message[:300]) from None
+    except MCPError as exc:
+        if (exc.error.code == types.INVALID_PARAMS and not exc.error.data and ctx.method != "initialize"
+                and ctx.session.client_params is None):
+            raise MCPError(code=types.INVALID_PARAMS,
+                           message=f"{ctx.method} before the handshake: send `initialize` (then "
+                                   "`notifications/initialized`) first") from None
+        raise
 
 
 def serve(settings: Settings, allow_proposals: bool = False) -> int:
@@ -103,9 +130,25 @@ def serve(settings: Settings, allow_proposals: bool = False) -> int:
         service.preload_models()
         server = build_server(service, allow_proposals)
 
+        stopped_by: list[int] = []
+
         async def main() -> None:
-            async with stdio_server() as (read_stream, write_stream):
+            async with stdio_transport() as (read_stream, write_stream), anyio.create_task_group() as tg:
+                tg.start_soon(_stop_on_signal, tg.cancel_scope, stopped_by)
                 await server.run(read_stream, write_stream, server.create_initialization_options())
+                tg.cancel_scope.cancel()
 
         anyio.run(main)
+    if stopped_by == [signal.SIGINT]:
+        raise KeyboardInterrupt  # the CLI's "interrupted", exit 130
     return 0
+
+
+async def _stop_on_signal(scope: anyio.CancelScope, stopped_by: list[int]) -> None:
+    """Ctrl-C (exit 130) or SIGTERM (exit 0, how a client or systemd stops a server) end the
+    server; a tool call running in its thread finishes first (the database stays consistent)."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            stopped_by.append(signum)
+            scope.cancel()
+            return

@@ -45,8 +45,25 @@ class ToolSpec:
         error = best_match(self.validator.iter_errors(arguments))
         if error is not None:
             where = ".".join(str(p) for p in error.absolute_path)
-            raise ToolInputError(f"bad arguments for {self.name}: {where + ': ' if where else ''}{error.message}")
-        return arguments
+            raise ToolInputError(cut(f"bad arguments for {self.name}: {where + ': ' if where else ''}"
+                                      f"{_shown_message(error)}"))
+        # JSON Schema counts 5.0 as an integer; the service (and a slice) wants an int
+        properties = self.schema.get("properties", {})
+        return {key: int(value) if isinstance(value, float) and properties.get(key, {}).get("type") == "integer"
+                else value for key, value in arguments.items()}
+
+
+MAX_MESSAGE_CHARS = 400  # an error message quotes what it refuses: a 1 MB query must not come back whole
+
+
+def cut(text: str, at: int = MAX_MESSAGE_CHARS) -> str:
+    return text if len(text) <= at else f"{text[:at]}… ({len(text):,} characters)"
+
+
+def _shown_message(error) -> str:
+    """jsonschema's message, with the value it quotes cut short."""
+    quoted = repr(error.instance)
+    return error.message.replace(quoted, cut(quoted, 60)) if len(quoted) > 60 else error.message
 
 
 def _obj(properties: dict, required: tuple[str, ...] = ()) -> dict:

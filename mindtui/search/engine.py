@@ -15,6 +15,7 @@ import apsw
 
 from mindtui.audience import Audience
 from mindtui.config import Settings
+from mindtui.errors import InputError
 from mindtui.search import fusion
 from mindtui.search.knowledge import KINDS, LOG_PREFIX, knowledge_hits
 from mindtui.search.memory import UsageMemory, vector_bytes
@@ -200,6 +201,8 @@ class SearchEngine:
             raise ValueError(f"unknown mode {options.mode!r}; use one of {', '.join(MODES)}")
         if options.kind not in KINDS:
             raise ValueError(f"unknown kind {options.kind!r}; use notes or knowledge (or none for both)")
+        if isinstance(options.limit, bool) or not isinstance(options.limit, int) or options.limit < 1:
+            raise InputError(f"limit must be a whole number of at least 1, not {options.limit!r}")
         response = SearchResponse(options.mode)
         parsed = parse_query(query)  # the one analysis of the text every stage below reads
         query_vector = self._query_vector(query, options.wait_for_model, response.notices)

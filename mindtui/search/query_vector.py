@@ -87,7 +87,10 @@ class QueryVector:
         return pending.embedder.model_id, vector
 
     def _failed(self, exc: Exception) -> None:
-        if isinstance(exc, ModelUnavailableError):
+        if not self.owner:  # the reason names files of the owner's machine (the model's path): theirs to read
+            self.notices.append("vector search unavailable (the embedding model cannot be used; `mindtui status` "
+                                "tells the owner why); full-text results only")
+        elif isinstance(exc, ModelUnavailableError):
             self.notices.append(f"vector search unavailable ({exc}); full-text results only")
         else:  # a llama.cpp failure mid-query must not take the search down with it
             self.notices.append(f"vector search failed ({type(exc).__name__}: {exc}); full-text results only")

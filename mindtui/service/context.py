@@ -57,6 +57,9 @@ def build_context_pack(service: "Service", *, note: str | None = None, query: st
                        neighbours_per_note: int = 8, knowledge: bool = True) -> dict:
     if (note is None) == (query is None) or not (note or query or "").strip():
         raise InputError("context_pack needs exactly one of `note` or `query` (non-empty)")
+    for name, value in (("budget_tokens", budget_tokens), ("limit", limit)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f"{name} must be a whole number, not {value!r}")
     if not MIN_BUDGET <= budget_tokens <= MAX_BUDGET:
         raise InputError(f"budget_tokens must be between {MIN_BUDGET} and {MAX_BUDGET}, not {budget_tokens}")
     if not 1 <= limit <= 50:
@@ -66,7 +69,10 @@ def build_context_pack(service: "Service", *, note: str | None = None, query: st
         view = service._note(note, with_chunks=False)  # NoteNotFound for a note the audience may not see
         seeds = [_Seed(view.note_id, None, None)]
     else:
-        response = service._search(query, SearchOptions(limit=limit, log=False, rerank=False, wait_for_model=False))
+        # notes only: a knowledge item is no seed (one about a topic has no note; one from a note would
+        # repeat it), the items come with their notes below
+        response = service._search(query, SearchOptions(limit=limit, log=False, rerank=False, wait_for_model=False,
+                                                        kind="notes"))
         notices.extend(response.notices)
         seeds = [_Seed(r.note_id, round(r.score, 4), r.chunk_id) for r in response.results]
     pack: dict = {"seed": {"note": note} if note is not None else {"query": query}, "budget_tokens": budget_tokens,
