@@ -52,3 +52,18 @@ def test_an_empty_condition_forgets_nothing(garden, db_path, empty):
         with pytest.raises(InputError, match="is empty"):
             owner.usage_forget(**empty)
     assert len(_rows(db_path, "SELECT * FROM search_opens")) == 1
+
+
+def test_a_change_of_note_id_moves_its_place_in_logged_results(garden, db_path):
+    """A note that gains a frontmatter `id` gets a new note_id: its opens and search pairs moved,
+    the logged results kept the old id, so `usage forget --all` left the pairs it had taught."""
+    with _service(db_path) as owner:
+        _open_after(owner, QUERY, "Kompost.md")
+        garden.write("Kompost.md", "---\nid: kompost-1\n---\n# Kompost\nKompost für Tomaten im Garten, mit etwas"
+                                   " Wasser feucht halten.\n")
+        owner.run_job("index", steps=["import"], vault=garden.root)
+        assert any("kompost-1" in results for (results,) in _rows(db_path, "SELECT results FROM search_log"))
+        entry = next(r for r in owner.search(QUERY, SearchOptions(log=False)).results if r.path == "Kompost.md")
+        assert entry.note_id == "kompost-1" and "memory" in entry.explain
+        owner.usage_forget(everything=True)
+    assert _rows(db_path, "SELECT * FROM search_pairs") == []
