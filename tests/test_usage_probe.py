@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_usage_memory import QUERY, _open_after, _paths, _service, garden  # noqa: F401 (garden: a fixture)
+from test_usage_memory import AGENT_MEMORY, QUERY, _open_after, _service, garden  # noqa: F401 (garden: a fixture)
 
+from mindtui.audience import Audience
 from mindtui.cli import main
 from mindtui.service import InputError, SearchOptions
 from mindtui.store import open_database
@@ -67,3 +68,22 @@ def test_a_change_of_note_id_moves_its_place_in_logged_results(garden, db_path):
         assert entry.note_id == "kompost-1" and "memory" in entry.explain
         owner.usage_forget(everything=True)
     assert _rows(db_path, "SELECT * FROM search_pairs") == []
+
+
+def test_an_agent_cannot_tell_a_past_query_by_typing_it(garden, db_path):
+    """Allowed the owner's history, an agent typing the owner's exact query got the opened note
+    lifted fully (shared words), typing anything else less: a guess-and-watch oracle for what the
+    owner searched. Two logs alike but for the past query's text must look the same to it."""
+    partial = {"memory_min_evidence": 0.4, "memory_rank_penalty": 0.0}  # five notes: lend from some overlap
+    seen = []
+    for past_query in (QUERY, "Blumenerde Licht Fensterbank"):
+        with _service(db_path) as owner:
+            shown = [r.log_key for r in owner.search(QUERY, SearchOptions(log=False)).results]
+            owner.record_open(past_query, "hybrid", shown, "Gießkanne.md", "enter")
+        with _service(db_path, audience=Audience.AGENT, privacy=AGENT_MEMORY, search=partial) as agent:
+            response = agent.search(QUERY, SearchOptions(log=False))
+        assert any("memory" in r.explain for r in response.results)  # it still gets what the owner opened
+        seen.append(json.dumps(response.as_dict(), ensure_ascii=False, sort_keys=True))
+        with _service(db_path) as owner:
+            owner.usage_forget(everything=True)
+    assert seen[0] == seen[1]

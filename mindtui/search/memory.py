@@ -19,6 +19,10 @@ search with opens gets a similarity in [0, 1]:
   evidence below `search.memory_min_evidence` lends nothing, and it reaches 1 at
   `memory_min_evidence + memory_evidence_span`.
 
+An agent's search (privacy.agent_uses_history) is compared by the first and the last of these
+alone, what the past search found and what it opened: a past query's words or vector must not
+decide whether it lends, or typing guesses and watching what is lifted would spell it out.
+
 A note's score is the noisy-or of (similarity x half-life decay since the open) over its opens:
 more opens after similar searches count more, never past 1; the fusion adds
 `search.memory_weight` x that x the top fused score.
@@ -92,7 +96,7 @@ class UsageMemory:
         search.memory_weight x the top fused score (bounded: an exact title match still goes first),
         explained in explain[note]["memory"] (the past query only `with_queries`)."""
         current = sorted(fused, key=lambda n: (-fused[n], n))
-        lent = self.lend(query, query_vector, current, passing, exclude_search)
+        lent = self.lend(query, query_vector, current, passing, exclude_search, by_text=with_queries)
         top = max(fused.values(), default=1.0) or 1.0
         weight = self.settings.search.memory_weight
         out = dict(fused)
@@ -104,16 +108,21 @@ class UsageMemory:
         return out
 
     def lend(self, query: ParsedQuery, query_vector, current: list[str], passing: Callable[[list[str]], set[str]],
-             exclude_search: int | None = None, now: datetime.datetime | None = None) -> dict[str, Lent]:
+             exclude_search: int | None = None, now: datetime.datetime | None = None,
+             by_text: bool = True) -> dict[str, Lent]:
         """note_id -> Lent for the notes earlier similar searches opened. query_vector: (model id,
         vector) or None; current: the note ids of this query's fused ranking before memory, best
-        first; passing: which of some note ids pass the search's filters."""
+        first; passing: which of some note ids pass the search's filters. by_text False (an
+        agent's search): a past search is judged by what it found and opened alone, never by its
+        words or query vector; otherwise a query typed to see whether it is lent to would tell
+        the agent what the owner once searched for."""
         model_id, vector = query_vector if query_vector is not None else (None, None)
         past = [p for p in self._past(model_id) if p.search.search_id != exclude_search]
         if not past:
             return {}
         options = self.settings.search
-        similarities = _similarities(query, vector, current[:options.memory_overlap_top], past, options)
+        similarities = _similarities(query, vector if by_text else None, current[:options.memory_overlap_top], past,
+                                     options, by_text)
         now = now or datetime.datetime.now(datetime.timezone.utc)
         half_life = options.memory_half_life_days
         keep: dict[str, float] = {}  # note -> product of (1 - lent) so far
@@ -136,9 +145,11 @@ class UsageMemory:
                 for n, k in keep.items() if n in allowed and k < 1.0}
 
 
-def _similarities(query: ParsedQuery, vector, current: list[str], past: list[_Past], options) -> list[float]:
-    """Each past search's similarity to this one in [0, 1] (the module docstring says how)."""
-    stems = _stems(query)
+def _similarities(query: ParsedQuery, vector, current: list[str], past: list[_Past], options,
+                  by_text: bool = True) -> list[float]:
+    """Each past search's similarity to this one in [0, 1] (the module docstring says how;
+    by_text False: without the shared words, and called without a vector)."""
+    stems = _stems(query) if by_text else frozenset()
     top = options.memory_overlap_top
     place = {note_id: rank for rank, note_id in enumerate(current[:top], start=1)}
     spread = sum(1.0 / rank for rank in range(1, top + 1))
@@ -149,7 +160,7 @@ def _similarities(query: ParsedQuery, vector, current: list[str], past: list[_Pa
         opened = min((place.get(n, top + 1) for n, _ in item.search.opens), default=top + 1)
         evidence = shared / spread + options.memory_vector_share * stands - options.memory_rank_penalty * opened
         lent = min(1.0, max(0.0, (evidence - options.memory_min_evidence) / options.memory_evidence_span))
-        words = len(stems & item.stems) / len(stems | item.stems) if stems | item.stems else 0.0
+        words = len(stems & item.stems) / len(stems | item.stems) if by_text and stems | item.stems else 0.0
         out.append(max(lent, words if words >= options.memory_min_shared_words else 0.0))
     return out
 
