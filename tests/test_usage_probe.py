@@ -87,3 +87,65 @@ def test_an_agent_cannot_tell_a_past_query_by_typing_it(garden, db_path):
         with _service(db_path) as owner:
             owner.usage_forget(everything=True)
     assert seen[0] == seen[1]
+
+
+def _repeat_case(name: str) -> tuple[list, list]:
+    """(golden, repeat) entries of the sample files, spoilt as `name` says."""
+    from conftest import REPO
+
+    golden = json.loads((REPO / "tests" / "golden" / "sample_vault.json").read_text(encoding="utf-8"))
+    repeat = json.loads((REPO / "tests" / "golden" / "sample_repeat.json").read_text(encoding="utf-8"))
+    first = repeat[0]
+    spoilt = {
+        "empty repeat list": (golden, []),
+        "empty golden list": ([], repeat),
+        "repeat without id": (golden, [{k: v for k, v in first.items() if k != "id"}]),
+        "repeat id twice": (golden, repeat + [first]),
+        "repeat id of a golden query": (golden, [{**first, "id": first["first_id"]}]),
+        "first_id a list": (golden, [{**first, "first_id": [first["first_id"]]}]),
+        "golden id a list": ([{**golden[0], "id": [golden[0]["id"]]}] + golden[1:], repeat),
+        "relevant_paths a string": (golden, [{**first, "relevant_paths": first["relevant_paths"][0]}]),
+        "partial_paths numbers": (golden, [{**first, "partial_paths": [1, 2]}]),
+        "repeat path not in the vault": (golden, [{**first, "relevant_paths": ["Nope/Absent.md"]}]),
+        "golden path not in the vault": ([{**g, "relevant_paths": ["Nope.md"]} if g["id"] == first["first_id"]
+                                          else g for g in golden], [first]),
+    }
+    return spoilt[name]
+
+
+@pytest.mark.parametrize("name", ["empty repeat list", "empty golden list", "repeat without id", "repeat id twice",
+                                  "repeat id of a golden query", "first_id a list", "golden id a list",
+                                  "relevant_paths a string", "partial_paths numbers",
+                                  "repeat path not in the vault", "golden path not in the vault"])
+def test_eval_repeat_refuses_malformed_files_clearly(tmp_path, name):
+    """Before: KeyError/TypeError tracebacks, a NoteNotFound after the whole index was built, or
+    figures measured against a path read letter by letter or a note the vault does not have."""
+    from conftest import SAMPLE_VAULT
+
+    golden, repeat = _repeat_case(name)
+    golden_path, repeat_path = tmp_path / "golden.json", tmp_path / "repeat.json"
+    golden_path.write_text(json.dumps(golden), encoding="utf-8")
+    repeat_path.write_text(json.dumps(repeat), encoding="utf-8")
+    with _service(tmp_path / "unused.db") as owner:
+        with pytest.raises(InputError) as refused:
+            owner.evaluate("repeat", golden_path, vault=SAMPLE_VAULT, repeat=repeat_path,
+                           scratch_db=tmp_path / "scratch.db")
+    assert str(golden_path) in str(refused.value) or str(repeat_path) in str(refused.value)
+
+
+def test_an_empty_golden_set_or_a_repeat_without_id_is_a_usage_error_on_the_command_line(tmp_path, capsys):
+    from conftest import SAMPLE_VAULT
+
+    from mindtui.evaluation.commands import load_golden
+
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]", encoding="utf-8")
+    with pytest.raises(InputError, match="no queries"):  # eval golden measured nothing and said 0.000
+        load_golden(empty)
+    golden, repeat = _repeat_case("repeat without id")
+    golden_path, repeat_path = tmp_path / "golden.json", tmp_path / "repeat.json"
+    golden_path.write_text(json.dumps(golden), encoding="utf-8")
+    repeat_path.write_text(json.dumps(repeat), encoding="utf-8")
+    assert main(["--db", str(tmp_path / "unused.db"), "eval", "repeat", str(golden_path), str(repeat_path),
+                 "--vault", str(SAMPLE_VAULT), "--scratch-db", str(tmp_path / "scratch.db")]) == 2
+    assert "needs an \"id\"" in capsys.readouterr().err
