@@ -149,3 +149,22 @@ def test_an_empty_golden_set_or_a_repeat_without_id_is_a_usage_error_on_the_comm
     assert main(["--db", str(tmp_path / "unused.db"), "eval", "repeat", str(golden_path), str(repeat_path),
                  "--vault", str(SAMPLE_VAULT), "--scratch-db", str(tmp_path / "scratch.db")]) == 2
     assert "needs an \"id\"" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("forget", [{"everything": True}, {"note": "Gießkanne"}, {"query": QUERY}])
+def test_forgetting_opens_forgets_the_settings_fitted_to_them(garden, db_path, capsys, forget):
+    """The nightly fit's values came from the opens: after `usage forget` they kept ranking every
+    search (`mindtui status` still listed them). A forget that removes no open leaves them."""
+    from mindtui.store.meta import set_meta
+
+    conn = open_database(db_path)
+    with conn:
+        set_meta(conn, "search_learnt", json.dumps({"values": {"memory_weight": 2.0}}))
+    conn.close()
+    with _service(db_path) as owner:
+        _open_after(owner, QUERY, "Gießkanne.md")
+        assert owner.usage_forget(query="nie gesucht")["learnt_settings_forgotten"] is False
+        assert owner.status()["learnt_settings"] == {"search.memory_weight": 2.0}
+        assert owner.usage_forget(**forget)["learnt_settings_forgotten"] is True
+        assert owner.status()["learnt_settings"] == {}
+    assert _rows(db_path, "SELECT value FROM meta WHERE key = 'search_learnt'") == []

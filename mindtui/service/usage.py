@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from mindtui.errors import InputError
 from mindtui.graph.neighbours import find_note
+from mindtui.search.fit import forget_learnt
 from mindtui.store import usage_store
 
 
@@ -70,4 +71,9 @@ def forget(conn, *, query: str | None, note: str | None, before: str | None, eve
     if everything and any(value is not None for value in given.values()):
         raise InputError("--all forgets everything: give it alone")
     note_id = find_note(conn, note).note_id if note is not None else None
-    return usage_store.forget(conn, query=query, note_id=note_id, before=parse_before(before), everything=everything)
+    with conn:
+        counts = usage_store.forget(conn, query=query, note_id=note_id, before=parse_before(before),
+                                    everything=everything)
+        # The nightly fit's values were fitted to the opens just forgotten: they go with them.
+        counts["learnt_settings_forgotten"] = bool(counts["opens"] or everything) and forget_learnt(conn)
+    return counts

@@ -27,6 +27,12 @@ def set_meta(conn: apsw.Connection, key: str, value: str) -> None:
     )
 
 
+def delete_meta(conn: apsw.Connection, key: str) -> bool:
+    """Remove the key; whether it was there."""
+    conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+    return conn.changes() > 0
+
+
 def get_meta_if_any(conn: apsw.Connection, key: str) -> str | None:
     """Like get_meta, for a file that may not have the table yet (a database not made by mindtui)."""
     if conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'meta'").fetchone() is None:
