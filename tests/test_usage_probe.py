@@ -168,3 +168,33 @@ def test_forgetting_opens_forgets_the_settings_fitted_to_them(garden, db_path, c
         assert owner.usage_forget(**forget)["learnt_settings_forgotten"] is True
         assert owner.status()["learnt_settings"] == {}
     assert _rows(db_path, "SELECT value FROM meta WHERE key = 'search_learnt'") == []
+
+
+def _agent_sees(db_path, query: str) -> str:
+    partial = {"memory_min_evidence": 0.4, "memory_rank_penalty": 0.0}  # five notes: lend from some overlap
+    with _service(db_path, audience=Audience.AGENT, privacy=AGENT_MEMORY, search=partial) as agent:
+        response = agent.search(query, SearchOptions(log=False))
+    assert any("memory" in r.explain for r in response.results)
+    return json.dumps(response.as_dict(), ensure_ascii=False, sort_keys=True)
+
+
+def test_a_hidden_note_in_a_past_searchs_results_moves_nothing_for_an_agent(garden, db_path, tmp_path):
+    """The owner's logged results hold the private Geheim.md (2nd): for an agent the notes after
+    it stood one place lower than without it, so the past search overlapped less and lent less.
+    Built twice, with and without the private note; opens of it (not lent to an agent) as well."""
+    import shutil
+
+    from conftest import Vault, run_import
+
+    without = Vault(tmp_path / "without")
+    shutil.copytree(garden.root, without.root, dirs_exist_ok=True)
+    without.remove("Geheim.md")
+    other_db = tmp_path / "without.db"
+    run_import(other_db, without.root)
+    for db, hidden in ((db_path, True), (other_db, False)):
+        with _service(db) as owner:
+            _open_after(owner, QUERY, "Gießkanne.md")
+            if hidden:
+                _open_after(owner, QUERY, "Geheim.md")
+                _open_after(owner, "Geheimrezept", "Geheim.md")
+    assert _agent_sees(db_path, QUERY) == _agent_sees(other_db, QUERY)

@@ -67,7 +67,7 @@ class _Past:
     search: usage_store.PastSearch
     stems: frozenset[str]
     vector: np.ndarray | None
-    top: tuple[str, ...]  # its logged results, best first
+    top: tuple[str, ...]  # its logged results the reader can see, best first
 
 
 class UsageMemory:
@@ -82,10 +82,14 @@ class UsageMemory:
         stamp = (usage_store.usage_stamp(self.conn), data_version(self.conn), model_id)
         if self._cache is None or self._cache[0] != stamp:
             top = self.settings.search.memory_overlap_top
+            searches = usage_store.past_searches(self.conn, model_id)
+            # Its results as this reader would have been shown them: a note hidden from it (or
+            # deleted since) neither overlaps nor pushes the notes after it a place down.
+            readable = usage_store.readable_notes(self.conn, {n for s in searches for n in s.results})
             past = [_Past(s, _stems(parse_query(s.query)),
                           np.frombuffer(s.vector, dtype=np.float32) if s.vector else None,
-                          tuple(s.results[:top]))
-                    for s in usage_store.past_searches(self.conn, model_id)]
+                          tuple([n for n in s.results if n in readable][:top]))
+                    for s in searches]
             self._cache = (stamp, past)
         return self._cache[1]
 

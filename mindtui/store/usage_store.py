@@ -75,6 +75,13 @@ def past_searches(conn: apsw.Connection, model_id: str | None, since: str | None
     return out
 
 
+def readable_notes(conn: apsw.Connection, note_ids: set[str]) -> set[str]:
+    """Which of these notes this connection can see (`notes`: an agent's view hides what it may
+    not see; a deleted note is in neither)."""
+    return {row[0] for row in conn.execute(
+        "SELECT note_id FROM notes WHERE note_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(note_ids)),))}
+
+
 def owner_opens(conn: apsw.Connection) -> list[tuple[int, str, str, str, str, int | None]]:
     """Every open after an owner search, oldest first: (search_id, searched_at, query, mode, note_id, rank)."""
     return conn.execute(
