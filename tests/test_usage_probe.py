@@ -198,3 +198,57 @@ def test_a_hidden_note_in_a_past_searchs_results_moves_nothing_for_an_agent(gard
                 _open_after(owner, QUERY, "Geheim.md")
                 _open_after(owner, "Geheimrezept", "Geheim.md")
     assert _agent_sees(db_path, QUERY) == _agent_sees(other_db, QUERY)
+
+
+PAST_QUERY = QUERY + " Regentonne"  # a word no note holds: it could reach an agent only from the log
+
+
+def _owner_rows(db_path) -> dict:
+    return {"opens": _rows(db_path, "SELECT * FROM search_opens"), "pairs": _rows(db_path, "SELECT * FROM search_pairs"),
+            "owner": _rows(db_path, "SELECT * FROM search_log WHERE audience = 'owner'"),
+            "meta": _rows(db_path, "SELECT * FROM meta"),
+            "agent_vectors": _rows(db_path, "SELECT search_id FROM search_log WHERE audience = 'agent'"
+                                            " AND (query_vector IS NOT NULL OR vector_model IS NOT NULL)")}
+
+
+async def test_the_mcp_server_neither_records_nor_tells_a_past_query(garden, db_path, monkeypatch):
+    """`mindtui mcp` with privacy.agent_uses_history: every tool, memory lent, and not a row of
+    the owner's usage written or a word of a past query told."""
+    import os
+    import sys
+
+    from conftest import REPO
+    from mcp import Client, StdioServerParameters
+
+    with _service(db_path) as owner:
+        _open_after(owner, PAST_QUERY, "Gießkanne.md")
+    before = _owner_rows(db_path)
+    monkeypatch.setenv("MINDTUI_PRIVACY__AGENT_USES_HISTORY", "true")
+    monkeypatch.setenv("MINDTUI_SEARCH__MEMORY_MIN_EVIDENCE", "0.0")  # five notes: lend from any overlap
+    monkeypatch.setenv("MINDTUI_SEARCH__MEMORY_RANK_PENALTY", "0.0")
+    monkeypatch.setenv("MINDTUI_MODELS__EMBEDDING_PATH", str(db_path.parent / "absent.gguf"))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mindtui", "mcp", "--db", str(db_path)],
+                                   env=dict(os.environ), cwd=str(REPO))
+    said = []
+    async with Client(params, read_timeout_seconds=120) as client:
+        for tool, arguments in (("search", {"query": QUERY}), ("search", {"query": "Regentonne"}),
+                                ("context_pack", {"query": QUERY}), ("get_note", {"note": "Gießkanne"}),
+                                ("neighbors", {"note": "Gießkanne"}), ("knowledge_search", {"query": QUERY})):
+            result = await client.call_tool(tool, arguments)
+            said.append(result.content[0].text)
+    assert json.loads(said[0])["results"][0]["path"] == "Gießkanne.md"  # lent: the owner opened it after a like search
+    assert not any("Regentonne" in text for text in said[:1] + said[2:])
+    assert "Regentonne" not in said[1].replace('"query": "Regentonne"', "")
+    assert _owner_rows(db_path) == before
+    assert _rows(db_path, "SELECT count(*) FROM search_log WHERE audience = 'agent'")[0][0] >= 1  # logged apart
+
+
+def test_memory_follows_a_rename_and_forget_by_the_new_name(garden, db_path):
+    with _service(db_path) as owner:
+        _open_after(owner, QUERY, "Schuppen.md")
+        garden.rename("Schuppen.md", "Hof/Geräteschuppen.md")
+        owner.run_job("index", steps=["import"], vault=garden.root)
+        lifted = owner.search(QUERY, SearchOptions(log=False)).results[0]
+        assert lifted.path == "Hof/Geräteschuppen.md" and "memory" in lifted.explain
+        assert owner.usage_forget(note="Hof/Geräteschuppen.md")["opens"] == 1
+        assert not any("memory" in r.explain for r in owner.search(QUERY, SearchOptions(log=False)).results)
