@@ -252,3 +252,14 @@ def test_memory_follows_a_rename_and_forget_by_the_new_name(garden, db_path):
         assert lifted.path == "Hof/Geräteschuppen.md" and "memory" in lifted.explain
         assert owner.usage_forget(note="Hof/Geräteschuppen.md")["opens"] == 1
         assert not any("memory" in r.explain for r in owner.search(QUERY, SearchOptions(log=False)).results)
+
+
+def test_a_pasted_page_as_past_query_is_clipped_in_the_explanation(garden, db_path):
+    """The whole past query went into every explanation it lent to (200 KB after a pasted page)."""
+    pasted = QUERY + "\n" + " ".join(["Tomaten"] * 5000)
+    with _service(db_path) as owner:
+        _open_after(owner, pasted, "Gießkanne.md")
+        why = next(r.explain["memory"]["why"] for r in owner.search(QUERY, SearchOptions(log=False)).results
+                   if r.path == "Gießkanne.md")
+    assert why.startswith(f"opened after a similar search: '{QUERY} Tomaten") and "\n" not in why
+    assert len(why) < 130 and "…' (1×, today)" in why

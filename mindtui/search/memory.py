@@ -45,6 +45,7 @@ np = lazy_module("numpy")  # a full-text search never imports it (see lazy_impor
 
 MIN_SPREAD = 5  # past query vectors needed before their cosines' spread means anything
 MAX_WORDS = 64  # words of a query compared (a pasted paragraph is not a query to remember by its words)
+SHOWN_CHARS = 80  # of a past query in an explanation (a pasted page made every explain panel a page long)
 
 
 def _stems(query: ParsedQuery) -> frozenset[str]:
@@ -197,5 +198,10 @@ def explanation(lent: Lent, now: datetime.datetime | None = None, with_query: bo
     now = now or datetime.datetime.now(datetime.timezone.utc)
     days = math.floor(max(0.0, (now - _parse(lent.last_opened)).total_seconds()) / 86400)
     ago = "today" if days == 0 else "1 day ago" if days == 1 else f"{days} days ago"
-    said = f": '{lent.query}'" if with_query else ""
+    said = f": '{_clipped(lent.query)}'" if with_query else ""
     return f"opened after a similar search{said} ({lent.times}×, {ago})"
+
+
+def _clipped(query: str) -> str:
+    query = " ".join(query.split())
+    return query if len(query) <= SHOWN_CHARS else query[:SHOWN_CHARS - 1].rstrip() + "…"
