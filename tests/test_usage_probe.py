@@ -263,3 +263,25 @@ def test_a_pasted_page_as_past_query_is_clipped_in_the_explanation(garden, db_pa
                    if r.path == "Gießkanne.md")
     assert why.startswith(f"opened after a similar search: '{QUERY} Tomaten") and "\n" not in why
     assert len(why) < 130 and "…' (1×, today)" in why
+
+
+def test_searches_after_a_forget_still_refresh_knowledge_importance(garden, db_path):
+    """Search ids are row ids: after `usage forget --all` they start at 1 again, below the
+    nightly's watermark of searches already read, so no later search raised an item's importance
+    until the log had grown past the forgotten ones."""
+    proposal = {"schema": "knowledge_proposal.v1", "type": "fact", "title": "Tomaten brauchen Sonne",
+                "quote": "Tomaten brauchen Wasser, Sonne und einen Garten."}
+
+    def importance() -> float:
+        return _rows(db_path, "SELECT importance FROM knowledge_items")[0][0]
+
+    with _service(db_path) as owner:
+        owner.knowledge_submit(proposal)
+        assert any(r.kind == "knowledge" for r in owner.search("Tomaten Sonne").results)
+        owner.search("Tomaten Sonne")
+        owner.run_job("nightly", steps=["consolidate"], vault=garden.root)
+        owner.usage_forget(everything=True)
+        owner.search("Tomaten Sonne")
+        before = importance()
+        owner.run_job("nightly", steps=["consolidate"], vault=garden.root)
+    assert importance() > before

@@ -13,6 +13,8 @@ EMBED_REMAINING_KEY = "embed_remaining"
 VAULT_KEY = "vault_root"
 # privacy.private_paths as the last import applied them to notes.private.
 PRIVACY_KEY = "privacy_paths"
+# The last search_log id whose results refreshed knowledge importance (knowledge.consolidate).
+SEARCH_WATERMARK_KEY = "knowledge_search_seen"
 
 
 def get_meta(conn: apsw.Connection, key: str) -> str | None:

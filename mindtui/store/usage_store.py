@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import apsw
 
+from mindtui.store.search_store import lower_search_watermark
 from mindtui.text.names import exact_key
 
 OPEN_WAYS = ("enter", "copy", "follow", "cli")
@@ -145,6 +146,7 @@ def forget(conn: apsw.Connection, *, query: str | None = None, note_id: str | No
             opens += conn.changes()
             conn.execute("DELETE FROM main.search_log WHERE search_id = ?", (search_id,))
         pairs = _unlearn_pairs(conn, [json.loads(row[1]) for row in rows])
+        lower_search_watermark(conn)
     return {"searches": len(ids), "opens": opens, "pairs_unlearnt": pairs}
 
 
