@@ -285,3 +285,21 @@ def test_searches_after_a_forget_still_refresh_knowledge_importance(garden, db_p
         before = importance()
         owner.run_job("nightly", steps=["consolidate"], vault=garden.root)
     assert importance() > before
+
+
+def test_an_open_after_a_forgotten_search_is_not_taught_to_the_search_that_took_its_id(garden, db_path):
+    """The TUI keeps the search a note was opened from, for `y` and links followed later. After
+    `usage forget --all` elsewhere the next logged search took the same id, and the copy taught
+    that search's query; with no search there, the open raised instead of saying so."""
+    with _service(db_path) as owner:
+        first = _open_after(owner, QUERY, "Gießkanne.md")
+        shown = owner.search(QUERY, SearchOptions(log=False)).results
+        owner.usage_forget(everything=True)
+        gone = owner.record_open("", "hybrid", [r.log_key for r in shown], "Gießkanne.md", "copy",
+                                 search_id=first.search_id)
+        assert gone.open_id is None and gone.notices == ["open not recorded: the search it came from was forgotten"]
+        assert owner.search("Spaten Harke").search_id == first.search_id  # the id is taken again
+        again = owner.record_open("", "hybrid", [r.log_key for r in shown], "Gießkanne.md", "copy",
+                                  search_id=first.search_id)
+    assert again.open_id is None
+    assert _rows(db_path, "SELECT * FROM search_opens") == []

@@ -32,6 +32,13 @@ def record_open(engine, conn, query: str, mode: str, results: list[str], opened:
     note_id = find_note(conn, opened).note_id
     rank = results.index(note_id) + 1 if note_id in results else None
     notices: list[str] = []
+    if search_id is not None:
+        # A front end holds on to the search an open came from (the TUI: for `y` and links followed
+        # later): forgotten since (`usage forget` in another terminal), its id may have been taken
+        # by the next search logged, whose query the open would then teach.
+        logged = usage_store.logged_results(conn, search_id)
+        if logged is None or logged != results[:len(logged)]:
+            return OpenRecorded(None, None, note_id, rank, ["open not recorded: the search it came from was forgotten"])
     if search_id is None:
         search_id, notices = engine.log_entry(query, mode, results)
     if search_id is None:

@@ -52,6 +52,13 @@ def record_open(conn: apsw.Connection, search_id: int, note_id: str, rank: int |
         return conn.last_insert_rowid()
 
 
+def logged_results(conn: apsw.Connection, search_id: int) -> list[str] | None:
+    """The results an owner search was logged with; None when there is no such owner search."""
+    row = conn.execute("SELECT results FROM main.search_log WHERE search_id = ? AND audience = 'owner'",
+                       (search_id,)).fetchone()
+    return json.loads(row[0]) if row else None
+
+
 def usage_stamp(conn: apsw.Connection) -> tuple:
     """Changes whenever an open is recorded or forgotten (what a cache of past searches keys on)."""
     return conn.execute("SELECT max(open_id), count(*), (SELECT max(search_id) FROM main.search_log)"
