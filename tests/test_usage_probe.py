@@ -303,3 +303,29 @@ def test_an_open_after_a_forgotten_search_is_not_taught_to_the_search_that_took_
                                   search_id=first.search_id)
     assert again.open_id is None
     assert _rows(db_path, "SELECT * FROM search_opens") == []
+
+
+def test_a_forgotten_search_stops_lending_on_the_connection_that_forgot_it(garden, db_path):
+    """The memory's cache keyed on (last open id, opens, last search id): after `forget --all` on
+    the same connection, one new open after another search gave the same key, and the forgotten
+    search went on lifting its note."""
+    from mindtui.config import load_settings
+    from mindtui.search.engine import SearchEngine
+    from mindtui.store import search_store, usage_store
+
+    conn = open_database(db_path)
+    try:
+        ids = dict(conn.execute("SELECT path, note_id FROM notes").fetchall())
+        engine = SearchEngine(conn, load_settings(), None)
+
+        def lifted(query: str) -> list[str]:
+            return [r.path for r in engine.search(query, SearchOptions(log=False)).results if "memory" in r.explain]
+
+        for query, path in ((QUERY, "Schuppen.md"), ("Spaten Harke", "Kompost.md")):
+            search_id = search_store.log_search(conn, query, "hybrid", [ids[path]], "owner", learn_pairs=True)
+            usage_store.record_open(conn, search_id, ids[path], 1, "enter")
+            assert lifted(query) == [path]
+            usage_store.forget(conn, everything=True)
+        assert lifted(QUERY) == []
+    finally:
+        conn.close()

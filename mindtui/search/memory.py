@@ -79,8 +79,10 @@ class UsageMemory:
         self._cache: tuple[tuple, list[_Past]] | None = None
 
     def _past(self, model_id: str | None) -> list[_Past]:
-        # Another connection's commit (an import that deleted a note) moves data_version.
-        stamp = (usage_store.usage_stamp(self.conn), data_version(self.conn), model_id)
+        # Another connection's commit (an import that deleted a note) moves data_version; this
+        # one's own writes move total_changes (after `usage forget` ids start again: the same
+        # usage_stamp can stand for other opens).
+        stamp = (usage_store.usage_stamp(self.conn), data_version(self.conn), self.conn.total_changes(), model_id)
         if self._cache is None or self._cache[0] != stamp:
             top = self.settings.search.memory_overlap_top
             searches = usage_store.past_searches(self.conn, model_id)
