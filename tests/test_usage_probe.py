@@ -329,3 +329,20 @@ def test_a_forgotten_search_stops_lending_on_the_connection_that_forgot_it(garde
         assert lifted(QUERY) == []
     finally:
         conn.close()
+
+
+def test_forget_all_forgets_the_pairs_of_searches_the_retention_dropped(garden, db_path):
+    """retention.search_log_days drops old searches and keeps the pairs they taught; `usage
+    forget --all` took back only the pairs of searches still in the log, so "found together"
+    neighbours of searches long gone stayed."""
+    with _service(db_path) as owner:
+        _open_after(owner, QUERY, "Gießkanne.md")
+        conn = open_database(db_path)
+        with conn:
+            conn.execute("UPDATE search_log SET searched_at = '2020-01-01T00:00:00+00:00'")
+        conn.close()
+        owner.run_job("nightly", steps=["graph"], vault=garden.root)
+        assert _rows(db_path, "SELECT * FROM search_log") == [] and _rows(db_path, "SELECT * FROM search_pairs")
+        assert owner.usage_forget(everything=True)["pairs_unlearnt"] > 0
+        assert not owner.neighbours("Gießkanne").groups.get("search")
+    assert _rows(db_path, "SELECT * FROM search_pairs") == []

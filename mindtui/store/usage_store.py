@@ -127,9 +127,10 @@ def prune_opens(conn: apsw.Connection, before: str) -> dict:
 def forget(conn: apsw.Connection, *, query: str | None = None, note_id: str | None = None,
            before: str | None = None, everything: bool = False) -> dict:
     """`mindtui usage forget`: the owner's searches matching every given condition (query: the
-    same text, ignoring case, Unicode normalisation and runs of spaces; before: searched before that ISO time; everything: all) are
-    removed with their opens and the search pairs they taught; with only a note, that note's
-    opens are removed and the searches stay. Returns counts."""
+    same text, ignoring case, Unicode normalisation and runs of spaces; before: searched before
+    that ISO time; everything: all) are removed with their opens and the search pairs they taught
+    (everything: every pair, those of searches the retention already dropped from the log too);
+    with only a note, that note's opens are removed and the searches stay. Returns counts."""
     with conn:
         if note_id is not None and query is None and before is None and not everything:
             conn.execute("DELETE FROM main.search_opens WHERE note_id = ?", (note_id,))
@@ -152,7 +153,11 @@ def forget(conn: apsw.Connection, *, query: str | None = None, note_id: str | No
             conn.execute("DELETE FROM main.search_opens WHERE search_id = ?", (search_id,))
             opens += conn.changes()
             conn.execute("DELETE FROM main.search_log WHERE search_id = ?", (search_id,))
-        pairs = _unlearn_pairs(conn, [json.loads(row[1]) for row in rows])
+        if everything:  # only owner searches teach pairs (search_store.log_search)
+            conn.execute("DELETE FROM main.search_pairs")
+            pairs = conn.changes()
+        else:
+            pairs = _unlearn_pairs(conn, [json.loads(row[1]) for row in rows])
         lower_search_watermark(conn)
     return {"searches": len(ids), "opens": opens, "pairs_unlearnt": pairs}
 
