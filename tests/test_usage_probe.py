@@ -346,3 +346,14 @@ def test_forget_all_forgets_the_pairs_of_searches_the_retention_dropped(garden, 
         assert owner.usage_forget(everything=True)["pairs_unlearnt"] > 0
         assert not owner.neighbours("Gießkanne").groups.get("search")
     assert _rows(db_path, "SELECT * FROM search_pairs") == []
+
+
+def test_a_forgotten_query_is_not_left_readable_in_the_file(garden, db_path):
+    """SQLite leaves a deleted row's bytes in the page's free space and in the write-ahead log:
+    `strings mindtui.db` showed the query after `usage forget --all`."""
+    secret = "Zuckerwatte Geheimwort Tomaten"
+    with _service(db_path) as owner:
+        _open_after(owner, secret, "Schuppen.md")
+        assert owner.usage_forget(everything=True)["searches"] == 1
+        files = [p for p in db_path.parent.iterdir() if p.name.startswith(db_path.name)]
+        assert all(secret.encode() not in p.read_bytes() for p in files), [p.name for p in files]

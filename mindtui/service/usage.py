@@ -78,7 +78,7 @@ def forget(conn, *, query: str | None, note: str | None, before: str | None, eve
     if everything and any(value is not None for value in given.values()):
         raise InputError("--all forgets everything: give it alone")
     note_id = find_note(conn, note).note_id if note is not None else None
-    with conn:
+    with usage_store.scrubbing(conn), conn:
         counts = usage_store.forget(conn, query=query, note_id=note_id, before=parse_before(before),
                                     everything=everything)
         # The nightly fit's values were fitted to the opens just forgotten: they go with them.

@@ -11,7 +11,9 @@ from __future__ import annotations
 import datetime
 import itertools
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 import apsw
 
@@ -122,6 +124,25 @@ def prune_opens(conn: apsw.Connection, before: str) -> dict:
                      " WHERE searched_at < ? AND query_vector IS NOT NULL", (before,))
         vectors = conn.changes()
     return {"opens_forgotten": opens, "query_vectors_forgotten": vectors}
+
+
+@contextmanager
+def scrubbing(conn: apsw.Connection) -> Iterator[None]:
+    """Deletes that leave nothing in the file (around a transaction, not inside one): with
+    secure_delete SQLite overwrites a deleted row's bytes (by default a forgotten query stays
+    readable in the page's free space and in freed pages until something overwrites them); then
+    the write-ahead log, which still holds the pages as they were written, is copied back and
+    emptied, unless a reader holds it."""
+    previous = int(conn.execute("PRAGMA secure_delete").fetchone()[0])
+    conn.execute("PRAGMA secure_delete = 1")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {previous}")
+    try:
+        conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+    except apsw.BusyError:  # a reader holds the log: the next checkpoint overwrites those pages
+        return
 
 
 def forget(conn: apsw.Connection, *, query: str | None = None, note_id: str | None = None,
