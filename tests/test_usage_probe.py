@@ -357,3 +357,18 @@ def test_a_forgotten_query_is_not_left_readable_in_the_file(garden, db_path):
         assert owner.usage_forget(everything=True)["searches"] == 1
         files = [p for p in db_path.parent.iterdir() if p.name.startswith(db_path.name)]
         assert all(secret.encode() not in p.read_bytes() for p in files), [p.name for p in files]
+
+
+def test_the_retention_leaves_no_forgotten_query_readable_in_the_file(garden, db_path):
+    secret = "Zuckerwatte Geheimwort Tomaten"
+    with _service(db_path) as owner:
+        _open_after(owner, secret, "Schuppen.md")
+        conn = open_database(db_path)
+        with conn:
+            conn.execute("UPDATE search_log SET searched_at = '2020-01-01T00:00:00+00:00'")
+            conn.execute("UPDATE search_opens SET opened_at = '2020-01-01T00:00:00+00:00'")
+        conn.close()
+        report = owner.run_job("nightly", steps=["graph"], vault=garden.root).steps[0].report
+        assert report["searches_forgotten"] == 1
+        files = [p for p in db_path.parent.iterdir() if p.name.startswith(db_path.name)]
+        assert all(secret.encode() not in p.read_bytes() for p in files), [p.name for p in files]
