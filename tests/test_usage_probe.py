@@ -204,7 +204,8 @@ PAST_QUERY = QUERY + " Regentonne"  # a word no note holds: it could reach an ag
 
 
 def _owner_rows(db_path) -> dict:
-    return {"opens": _rows(db_path, "SELECT * FROM search_opens"), "pairs": _rows(db_path, "SELECT * FROM search_pairs"),
+    return {"opens": _rows(db_path, "SELECT * FROM search_opens"),
+            "pairs": _rows(db_path, "SELECT * FROM search_pairs"),
             "owner": _rows(db_path, "SELECT * FROM search_log WHERE audience = 'owner'"),
             "meta": _rows(db_path, "SELECT * FROM meta"),
             "agent_vectors": _rows(db_path, "SELECT search_id FROM search_log WHERE audience = 'agent'"

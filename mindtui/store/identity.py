@@ -28,7 +28,8 @@ def move_note_data(conn: apsw.Connection, old: str, new: str) -> None:
     logged = conn.execute("SELECT search_id, results FROM main.search_log"
                           " WHERE EXISTS (SELECT 1 FROM json_each(results) WHERE value = ?)", (old,)).fetchall()
     conn.executemany("UPDATE main.search_log SET results = ? WHERE search_id = ?",
-                     [(json.dumps(_renamed(json.loads(results), old, new)), search_id) for search_id, results in logged])
+                     [(json.dumps(_renamed(json.loads(results), old, new)), search_id)
+                      for search_id, results in logged])
     rows = conn.execute(
         "SELECT CASE WHEN note_a = ?1 THEN note_b ELSE note_a END, weight, last_seen FROM main.search_pairs"
         " WHERE note_a = ?1 OR note_b = ?1", (old,)).fetchall()

@@ -243,9 +243,9 @@ def lower_search_watermark(conn: apsw.Connection) -> None:
     """After searches were deleted: search ids are row ids, so the next one takes the highest
     left + 1 (1 in an empty log). A watermark of searches already read above that would skip the
     searches logged from now on; it comes down to the highest id left."""
-    conn.execute("UPDATE main.meta SET value = CAST(coalesce((SELECT max(search_id) FROM main.search_log), 0) AS TEXT)"
-                 " WHERE key = ? AND CAST(value AS INTEGER) > coalesce((SELECT max(search_id) FROM main.search_log), 0)",
-                 (SEARCH_WATERMARK_KEY,))
+    highest = conn.execute("SELECT coalesce(max(search_id), 0) FROM main.search_log").fetchone()[0]
+    conn.execute("UPDATE main.meta SET value = ? WHERE key = ? AND CAST(value AS INTEGER) > ?",
+                 (str(highest), SEARCH_WATERMARK_KEY, highest))
 
 
 def expansion_edges(conn: apsw.Connection, note_ids: list[str]) -> list[tuple[str, str, str, float]]:
