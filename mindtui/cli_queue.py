@@ -164,5 +164,7 @@ def usage_parser(sub, common: argparse.ArgumentParser) -> None:
 def usage(args, service: Service) -> int:
     counts = service.usage_forget(query=args.query, note=args.note, before=args.before, everything=args.forget_all)
     emit(args, counts, f"forgot {counts['searches']} search(es), {counts['opens']} open(s); "
-                       f"{counts['pairs_unlearnt']} search pair(s) unlearnt")
+                       f"{counts['pairs_unlearnt']} search pair(s) unlearnt"
+                       + ("; the search settings the nightly fitted to them are reset"
+                          if counts.get("learnt_settings_forgotten") else ""))
     return EXIT_OK

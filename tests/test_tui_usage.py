@@ -66,3 +66,21 @@ async def test_enter_copy_and_a_followed_link_are_opens_of_the_search(service):
         await settle(pilot)
         panel = str(search.query_one("#explain").render())
         assert f"opened after a similar search: '{QUERY}' (2×, today)" in panel.replace("\n", " ")
+
+
+async def test_a_past_query_with_brackets_is_shown_as_typed_in_the_explain_panel(service):
+    """A past query is user text like a note's (tui/literal.py): `[/x]` in it raised a MarkupError
+    in the explain panel, `[@click=app.quit]` made a link that ran an action."""
+    from mindtui.service import SearchOptions
+
+    past = "Vergessenskurve [/x] [@click=app.quit]Ebbinghaus"
+    shown = [r.log_key for r in service.search(past, SearchOptions(log=False)).results]
+    service.record_open(past, "hybrid", shown, shown[0], "enter")
+    app = pilot_app(service)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await pilot.press(*QUERY)
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        panel = app.screen.query_one("#explain")
+        assert f"opened after a similar search: '{past}'" in str(panel.render()).replace("\n", " ")

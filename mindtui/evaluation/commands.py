@@ -68,15 +68,38 @@ def load_golden(path: Path) -> list[dict]:
     data = read_json(path)
     if not isinstance(data, list):
         raise EvalInputError(f"{path}: expected a JSON list of queries")
+    if not data:
+        raise EvalInputError(f"{path}: no queries: nothing to measure")
     seen: set[str] = set()
     for number, item in enumerate(data, start=1):
-        if not isinstance(item, dict) or not isinstance(item.get("query"), str) or not item.get("relevant_paths"):
-            raise EvalInputError(f"{path}: entry {number} needs a \"query\" and non-empty \"relevant_paths\"")
+        check_judged_entry(path, number, item)
         item.setdefault("id", f"q{number}")
+        if not isinstance(item["id"], str) or not item["id"]:
+            raise EvalInputError(f"{path}: entry {number}: \"id\" must be a non-empty string, not {item['id']!r}")
         if item["id"] in seen:
             raise EvalInputError(f"{path}: duplicate id {item['id']!r}")
         seen.add(item["id"])
     return data
+
+
+def check_judged_entry(path: Path, number: int, item) -> None:
+    """A query entry of a golden (or repeat) file: a "query" string, "relevant_paths" a non-empty
+    list of paths and "partial_paths", if given, a list of them (a bare string was read letter by letter)."""
+    if not isinstance(item, dict) or not isinstance(item.get("query"), str) or not item.get("relevant_paths"):
+        raise EvalInputError(f"{path}: entry {number} needs a \"query\" and non-empty \"relevant_paths\"")
+    for key in ("relevant_paths", "partial_paths"):
+        paths = item.get(key, [])
+        if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
+            raise EvalInputError(f"{path}: entry {number}: \"{key}\" must be a list of vault paths")
+
+
+def check_indexed(source: Path, items: list[dict], vault: Path, indexed: set[str]) -> None:
+    """Every judged path of the entries is a note indexed from the vault (EvalInputError otherwise)."""
+    missing = sorted({p for item in items for p in item["relevant_paths"] + item.get("partial_paths", [])
+                      if p not in indexed})
+    if missing:
+        raise EvalInputError(f"{source}: paths not indexed from {vault}: {', '.join(missing[:5])}"
+                             + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
 
 
 def eval_golden(settings: Settings, golden_path: Path, vault: Path, *, systems: list[str] | None,
@@ -85,11 +108,7 @@ def eval_golden(settings: Settings, golden_path: Path, vault: Path, *, systems: 
     golden = load_golden(golden_path)
     db_path, indexed = _prepared(settings, vault, scratch, db_path, progress, message, note_store.indexed_paths,
                                  holder)
-    missing = sorted({p for item in golden for p in item["relevant_paths"] + item.get("partial_paths", [])
-                      if p not in indexed})
-    if missing:
-        raise EvalInputError(f"{golden_path}: paths not indexed from {vault}: {', '.join(missing[:5])}"
-                             + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
+    check_indexed(golden_path, golden, vault, indexed)
     queries = {item["id"]: item["query"] for item in golden}
     qrels = {item["id"]: {**{p: 0.5 for p in item.get("partial_paths", [])},
                           **{p: 1.0 for p in item["relevant_paths"]}} for item in golden}

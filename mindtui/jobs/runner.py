@@ -172,7 +172,7 @@ def graph_step(ctx: StepContext) -> dict:
     from mindtui.graph.change_graph import build_change_graph
     from mindtui.store.graph_store import prune_search_pairs
     from mindtui.store.search_store import prune_search_log
-    from mindtui.store.usage_store import prune_opens
+    from mindtui.store.usage_store import prune_opens, scrubbing
 
     report = build_change_graph(ctx.conn, ctx.need_vault(), ctx.settings,
                                 include=included_sessions(ctx.conn)).as_dict()  # mass edits the owner took in
@@ -183,9 +183,10 @@ def graph_step(ctx: StepContext) -> dict:
                     f"(> graph.max_notes_per_session): a mass edit, left out")
     report["search_pairs_pruned"] = prune_search_pairs(ctx.conn)
     usage_days = ctx.settings.privacy.usage_retention_days  # first: a forgotten search takes its opens along
-    report["usage"] = prune_opens(ctx.conn, _days_ago(usage_days) if usage_days else "")
     days = ctx.settings.retention.search_log_days
-    report["searches_forgotten"] = prune_search_log(ctx.conn, _days_ago(days)) if days else 0
+    with scrubbing(ctx.conn):  # forgotten is overwritten, as by `usage forget`
+        report["usage"] = prune_opens(ctx.conn, _days_ago(usage_days) if usage_days else "")
+        report["searches_forgotten"] = prune_search_log(ctx.conn, _days_ago(days)) if days else 0
     report.update(_usage_replay(ctx))
     kinds = [name for name, kind in KINDS.items() if kind.family != "knowledge"]  # those: the steps below
     report["curation"] = refresh(ctx.conn, ctx.settings, kinds=kinds,

@@ -31,10 +31,9 @@ from mindtui.config import Settings
 from mindtui.curation.kinds import now_iso
 from mindtui.store import knowledge_lifecycle_store as life
 from mindtui.store.batch import immediate
-from mindtui.store.meta import get_meta, set_meta
+from mindtui.store.meta import SEARCH_WATERMARK_KEY, get_meta, set_meta
 
 JOB_SOURCE = ("job", "job:consolidate")
-SEARCH_WATERMARK_KEY = "knowledge_search_seen"  # the last search_log id whose results refreshed importance
 _ITEM_RESULT = re.compile(r"^(?:k|knowledge):(\d+)$")
 
 

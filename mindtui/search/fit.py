@@ -17,7 +17,7 @@ import json
 from mindtui.config import Settings
 from mindtui.search.engine import MODES, SearchEngine, SearchModels, SearchOptions
 from mindtui.store import usage_store
-from mindtui.store.meta import get_meta_if_any, set_meta
+from mindtui.store.meta import delete_meta, get_meta_if_any, set_meta
 
 LEARNT_KEY = "search_learnt"
 GRID = {"convex_alpha": (0.3, 0.4, 0.5, 0.6, 0.7),
@@ -30,6 +30,12 @@ def learnt_values(conn) -> dict:
     """The search settings the nightly fit adopted ({} before any)."""
     stored = get_meta_if_any(conn, LEARNT_KEY)
     return json.loads(stored)["values"] if stored else {}
+
+
+def forget_learnt(conn) -> bool:
+    """The adopted values go (`usage forget` took away opens they were fitted to); the next
+    nightly fits again from the opens left. Whether there were any."""
+    return delete_meta(conn, LEARNT_KEY)
 
 
 def apply_learnt(conn, settings: Settings) -> Settings:

@@ -19,6 +19,10 @@ search with opens gets a similarity in [0, 1]:
   evidence below `search.memory_min_evidence` lends nothing, and it reaches 1 at
   `memory_min_evidence + memory_evidence_span`.
 
+An agent's search (privacy.agent_uses_history) is compared by the first and the last of these
+alone, what the past search found and what it opened: a past query's words or vector must not
+decide whether it lends, or typing guesses and watching what is lifted would spell it out.
+
 A note's score is the noisy-or of (similarity x half-life decay since the open) over its opens:
 more opens after similar searches count more, never past 1; the fusion adds
 `search.memory_weight` x that x the top fused score.
@@ -41,6 +45,7 @@ np = lazy_module("numpy")  # a full-text search never imports it (see lazy_impor
 
 MIN_SPREAD = 5  # past query vectors needed before their cosines' spread means anything
 MAX_WORDS = 64  # words of a query compared (a pasted paragraph is not a query to remember by its words)
+SHOWN_CHARS = 80  # of a past query in an explanation (a pasted page made every explain panel a page long)
 
 
 def _stems(query: ParsedQuery) -> frozenset[str]:
@@ -63,7 +68,7 @@ class _Past:
     search: usage_store.PastSearch
     stems: frozenset[str]
     vector: np.ndarray | None
-    top: tuple[str, ...]  # its logged results, best first
+    top: tuple[str, ...]  # its logged results the reader can see, best first
 
 
 class UsageMemory:
@@ -74,14 +79,20 @@ class UsageMemory:
         self._cache: tuple[tuple, list[_Past]] | None = None
 
     def _past(self, model_id: str | None) -> list[_Past]:
-        # Another connection's commit (an import that deleted a note) moves data_version.
-        stamp = (usage_store.usage_stamp(self.conn), data_version(self.conn), model_id)
+        # Another connection's commit (an import that deleted a note) moves data_version; this
+        # one's own writes move total_changes (after `usage forget` ids start again: the same
+        # usage_stamp can stand for other opens).
+        stamp = (usage_store.usage_stamp(self.conn), data_version(self.conn), self.conn.total_changes(), model_id)
         if self._cache is None or self._cache[0] != stamp:
             top = self.settings.search.memory_overlap_top
+            searches = usage_store.past_searches(self.conn, model_id)
+            # Its results as this reader would have been shown them: a note hidden from it (or
+            # deleted since) neither overlaps nor pushes the notes after it a place down.
+            readable = usage_store.readable_notes(self.conn, {n for s in searches for n in s.results})
             past = [_Past(s, _stems(parse_query(s.query)),
                           np.frombuffer(s.vector, dtype=np.float32) if s.vector else None,
-                          tuple(s.results[:top]))
-                    for s in usage_store.past_searches(self.conn, model_id)]
+                          tuple([n for n in s.results if n in readable][:top]))
+                    for s in searches]
             self._cache = (stamp, past)
         return self._cache[1]
 
@@ -92,7 +103,7 @@ class UsageMemory:
         search.memory_weight x the top fused score (bounded: an exact title match still goes first),
         explained in explain[note]["memory"] (the past query only `with_queries`)."""
         current = sorted(fused, key=lambda n: (-fused[n], n))
-        lent = self.lend(query, query_vector, current, passing, exclude_search)
+        lent = self.lend(query, query_vector, current, passing, exclude_search, by_text=with_queries)
         top = max(fused.values(), default=1.0) or 1.0
         weight = self.settings.search.memory_weight
         out = dict(fused)
@@ -104,16 +115,21 @@ class UsageMemory:
         return out
 
     def lend(self, query: ParsedQuery, query_vector, current: list[str], passing: Callable[[list[str]], set[str]],
-             exclude_search: int | None = None, now: datetime.datetime | None = None) -> dict[str, Lent]:
+             exclude_search: int | None = None, now: datetime.datetime | None = None,
+             by_text: bool = True) -> dict[str, Lent]:
         """note_id -> Lent for the notes earlier similar searches opened. query_vector: (model id,
         vector) or None; current: the note ids of this query's fused ranking before memory, best
-        first; passing: which of some note ids pass the search's filters."""
+        first; passing: which of some note ids pass the search's filters. by_text False (an
+        agent's search): a past search is judged by what it found and opened alone, never by its
+        words or query vector; otherwise a query typed to see whether it is lent to would tell
+        the agent what the owner once searched for."""
         model_id, vector = query_vector if query_vector is not None else (None, None)
         past = [p for p in self._past(model_id) if p.search.search_id != exclude_search]
         if not past:
             return {}
         options = self.settings.search
-        similarities = _similarities(query, vector, current[:options.memory_overlap_top], past, options)
+        similarities = _similarities(query, vector if by_text else None, current[:options.memory_overlap_top], past,
+                                     options, by_text)
         now = now or datetime.datetime.now(datetime.timezone.utc)
         half_life = options.memory_half_life_days
         keep: dict[str, float] = {}  # note -> product of (1 - lent) so far
@@ -136,9 +152,11 @@ class UsageMemory:
                 for n, k in keep.items() if n in allowed and k < 1.0}
 
 
-def _similarities(query: ParsedQuery, vector, current: list[str], past: list[_Past], options) -> list[float]:
-    """Each past search's similarity to this one in [0, 1] (the module docstring says how)."""
-    stems = _stems(query)
+def _similarities(query: ParsedQuery, vector, current: list[str], past: list[_Past], options,
+                  by_text: bool = True) -> list[float]:
+    """Each past search's similarity to this one in [0, 1] (the module docstring says how;
+    by_text False: without the shared words, and called without a vector)."""
+    stems = _stems(query) if by_text else frozenset()
     top = options.memory_overlap_top
     place = {note_id: rank for rank, note_id in enumerate(current[:top], start=1)}
     spread = sum(1.0 / rank for rank in range(1, top + 1))
@@ -149,7 +167,7 @@ def _similarities(query: ParsedQuery, vector, current: list[str], past: list[_Pa
         opened = min((place.get(n, top + 1) for n, _ in item.search.opens), default=top + 1)
         evidence = shared / spread + options.memory_vector_share * stands - options.memory_rank_penalty * opened
         lent = min(1.0, max(0.0, (evidence - options.memory_min_evidence) / options.memory_evidence_span))
-        words = len(stems & item.stems) / len(stems | item.stems) if stems | item.stems else 0.0
+        words = len(stems & item.stems) / len(stems | item.stems) if by_text and stems | item.stems else 0.0
         out.append(max(lent, words if words >= options.memory_min_shared_words else 0.0))
     return out
 
@@ -182,5 +200,10 @@ def explanation(lent: Lent, now: datetime.datetime | None = None, with_query: bo
     now = now or datetime.datetime.now(datetime.timezone.utc)
     days = math.floor(max(0.0, (now - _parse(lent.last_opened)).total_seconds()) / 86400)
     ago = "today" if days == 0 else "1 day ago" if days == 1 else f"{days} days ago"
-    said = f": '{lent.query}'" if with_query else ""
+    said = f": '{_clipped(lent.query)}'" if with_query else ""
     return f"opened after a similar search{said} ({lent.times}×, {ago})"
+
+
+def _clipped(query: str) -> str:
+    query = " ".join(query.split())
+    return query if len(query) <= SHOWN_CHARS else query[:SHOWN_CHARS - 1].rstrip() + "…"

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from mindtui.errors import InputError
 from mindtui.graph.neighbours import find_note
+from mindtui.search.fit import forget_learnt
 from mindtui.store import usage_store
 
 
@@ -31,6 +32,13 @@ def record_open(engine, conn, query: str, mode: str, results: list[str], opened:
     note_id = find_note(conn, opened).note_id
     rank = results.index(note_id) + 1 if note_id in results else None
     notices: list[str] = []
+    if search_id is not None:
+        # A front end holds on to the search an open came from (the TUI: for `y` and links followed
+        # later): forgotten since (`usage forget` in another terminal), its id may have been taken
+        # by the next search logged, whose query the open would then teach.
+        logged = usage_store.logged_results(conn, search_id)
+        if logged is None or logged != results[:len(logged)]:
+            return OpenRecorded(None, None, note_id, rank, ["open not recorded: the search it came from was forgotten"])
     if search_id is None:
         search_id, notices = engine.log_entry(query, mode, results)
     if search_id is None:
@@ -52,13 +60,27 @@ def parse_before(text: str | None) -> str | None:
         raise InputError(f"--before {text!r}: not a date (use YYYY-MM-DD)") from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.timezone.utc)
-    return moment.astimezone(datetime.timezone.utc).isoformat(timespec="seconds")
+    try:
+        return moment.astimezone(datetime.timezone.utc).isoformat(timespec="seconds")
+    except OverflowError as exc:  # 0001-01-01T00:00+01:00 is a day before the first one datetime knows
+        raise InputError(f"--before {text!r}: out of range (use a date from 0001-01-02 to 9999-12-30)") from exc
 
 
 def forget(conn, *, query: str | None, note: str | None, before: str | None, everything: bool) -> dict:
-    if not (query or note or before or everything):
+    given = {"--query": query, "--note": note, "--before": before}
+    # An empty value is a mistake (a script's unset variable), not a condition left out: with --all
+    # beside it, or alone, it would otherwise forget more than was asked for.
+    empty = [flag for flag, value in given.items() if value is not None and not value.strip()]
+    if empty:
+        raise InputError(f"{empty[0]} is empty: say what to forget")
+    if not (any(value is not None for value in given.values()) or everything):
         raise InputError("say what to forget: --query TEXT, --note NOTE, --before DATE or --all")
-    if everything and (query or note or before):
+    if everything and any(value is not None for value in given.values()):
         raise InputError("--all forgets everything: give it alone")
-    note_id = find_note(conn, note).note_id if note else None
-    return usage_store.forget(conn, query=query, note_id=note_id, before=parse_before(before), everything=everything)
+    note_id = find_note(conn, note).note_id if note is not None else None
+    with usage_store.scrubbing(conn), conn:
+        counts = usage_store.forget(conn, query=query, note_id=note_id, before=parse_before(before),
+                                    everything=everything)
+        # The nightly fit's values were fitted to the opens just forgotten: they go with them.
+        counts["learnt_settings_forgotten"] = bool(counts["opens"] or everything) and forget_learnt(conn)
+    return counts

@@ -19,12 +19,13 @@ from typing import Callable
 from mindtui.audience import Audience
 from mindtui.config import Settings
 from mindtui.evaluation import workspace
-from mindtui.evaluation.commands import load_golden, read_json
+from mindtui.evaluation.commands import check_indexed, check_judged_entry, load_golden, read_json
 from mindtui.evaluation.metrics import first_relevant_rank, score_runs
 from mindtui.evaluation.workspace import EvalInputError
 from mindtui.search.engine import SearchOptions
 from mindtui.search.usage_replay import replay
 from mindtui.store import open_database, usage_store
+from mindtui.store.notes import indexed_paths
 
 REPEAT_METRICS = ["ndcg@5", "ndcg@10", "hit@1", "hit@5", "mrr"]
 NOISE_SHARE = 0.2
@@ -36,11 +37,22 @@ def load_repeat(path: Path, golden: list[dict]) -> list[dict]:
     first_ids = {item["id"] for item in golden}
     if not isinstance(data, list):
         raise EvalInputError(f"{path}: expected a JSON list of repeat queries")
+    if not data:
+        raise EvalInputError(f"{path}: no repeat queries: nothing to measure")
+    ids: set[str] = set()
     for number, item in enumerate(data, start=1):
-        if not isinstance(item, dict) or not isinstance(item.get("query"), str) or not item.get("relevant_paths"):
-            raise EvalInputError(f"{path}: entry {number} needs a \"query\" and non-empty \"relevant_paths\"")
-        if item.get("first_id") not in first_ids:
-            raise EvalInputError(f"{path}: entry {number}: first_id {item.get('first_id')!r} is not in the golden set")
+        check_judged_entry(path, number, item)
+        # Ids key the queries beside the golden ones: a repeat id that is missing, repeated or a
+        # golden id would put one query's judgements on another.
+        repeat_id = item.get("id")
+        if not isinstance(repeat_id, str) or not repeat_id:
+            raise EvalInputError(f"{path}: entry {number} needs an \"id\" (a non-empty string)")
+        if repeat_id in ids or repeat_id in first_ids:
+            raise EvalInputError(f"{path}: entry {number}: id {repeat_id!r} is used twice (here or in the golden set)")
+        ids.add(repeat_id)
+        first_id = item.get("first_id")
+        if not isinstance(first_id, str) or first_id not in first_ids:
+            raise EvalInputError(f"{path}: entry {number}: first_id {first_id!r} is not in the golden set")
     return data
 
 
@@ -58,7 +70,15 @@ def eval_repeat(settings: Settings, golden_path: Path, repeat_path: Path, vault:
     first = {item["id"]: item for item in golden}
     db_path = scratch_db or workspace.vault_db_path(settings, vault, scratch)
     workspace.prepare_vault(settings, vault, db_path, progress, message, holder=holder)
-    needs = sorted(r["first_id"] for r in repeats)
+    needs = sorted({r["first_id"] for r in repeats})
+    # A judged path the vault lacks scored 0 in silence (or stopped the run at its open, after the index).
+    conn = open_database(db_path, readonly=True)
+    try:
+        indexed = indexed_paths(conn)
+    finally:
+        conn.close()
+    check_indexed(golden_path, [first[f] for f in needs], vault, indexed)
+    check_indexed(repeat_path, repeats, vault, indexed)
     seen = set(random.Random(seed).sample(needs, len(needs) // 2))
     wrong = set(random.Random(seed + 1).sample(sorted(seen), round(NOISE_SHARE * len(seen))))
     scratch_settings = settings.with_overrides(db=str(db_path))

@@ -13,6 +13,8 @@ EMBED_REMAINING_KEY = "embed_remaining"
 VAULT_KEY = "vault_root"
 # privacy.private_paths as the last import applied them to notes.private.
 PRIVACY_KEY = "privacy_paths"
+# The last search_log id whose results refreshed knowledge importance (knowledge.consolidate).
+SEARCH_WATERMARK_KEY = "knowledge_search_seen"
 
 
 def get_meta(conn: apsw.Connection, key: str) -> str | None:
@@ -25,6 +27,12 @@ def set_meta(conn: apsw.Connection, key: str, value: str) -> None:
         "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
+
+
+def delete_meta(conn: apsw.Connection, key: str) -> bool:
+    """Remove the key; whether it was there."""
+    conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+    return conn.changes() > 0
 
 
 def get_meta_if_any(conn: apsw.Connection, key: str) -> str | None:

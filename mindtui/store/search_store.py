@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import apsw
 
 from mindtui.store import fts_parallel, fts_split, fts_weightless, visible_rank
+from mindtui.store.meta import SEARCH_WATERMARK_KEY
 from mindtui.store.visibility import model_readable
 
 # BM25 column weights: title (with aliases) and headings count more than body text.
@@ -233,7 +234,18 @@ def prune_search_log(conn: apsw.Connection, before: str) -> int:
     """Forget logged searches older than `before` (ISO time); the pairs they taught stay."""
     with conn:
         conn.execute("DELETE FROM main.search_log WHERE searched_at < ?", (before,))
-        return conn.changes()
+        pruned = conn.changes()
+        lower_search_watermark(conn)
+        return pruned
+
+
+def lower_search_watermark(conn: apsw.Connection) -> None:
+    """After searches were deleted: search ids are row ids, so the next one takes the highest
+    left + 1 (1 in an empty log). A watermark of searches already read above that would skip the
+    searches logged from now on; it comes down to the highest id left."""
+    highest = conn.execute("SELECT coalesce(max(search_id), 0) FROM main.search_log").fetchone()[0]
+    conn.execute("UPDATE main.meta SET value = ? WHERE key = ? AND CAST(value AS INTEGER) > ?",
+                 (str(highest), SEARCH_WATERMARK_KEY, highest))
 
 
 def expansion_edges(conn: apsw.Connection, note_ids: list[str]) -> list[tuple[str, str, str, float]]:

@@ -11,9 +11,14 @@ from __future__ import annotations
 import datetime
 import itertools
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 import apsw
+
+from mindtui.store.search_store import lower_search_watermark
+from mindtui.text.names import exact_key
 
 OPEN_WAYS = ("enter", "copy", "follow", "cli")
 
@@ -49,6 +54,13 @@ def record_open(conn: apsw.Connection, search_id: int, note_id: str, rank: int |
         return conn.last_insert_rowid()
 
 
+def logged_results(conn: apsw.Connection, search_id: int) -> list[str] | None:
+    """The results an owner search was logged with; None when there is no such owner search."""
+    row = conn.execute("SELECT results FROM main.search_log WHERE search_id = ? AND audience = 'owner'",
+                       (search_id,)).fetchone()
+    return json.loads(row[0]) if row else None
+
+
 def usage_stamp(conn: apsw.Connection) -> tuple:
     """Changes whenever an open is recorded or forgotten (what a cache of past searches keys on)."""
     return conn.execute("SELECT max(open_id), count(*), (SELECT max(search_id) FROM main.search_log)"
@@ -71,6 +83,13 @@ def past_searches(conn: apsw.Connection, model_id: str | None, since: str | None
         out.append(PastSearch(search_id, first[1], first[2], first[3], json.loads(first[4]),
                               [(r[5], r[6]) for r in group]))
     return out
+
+
+def readable_notes(conn: apsw.Connection, note_ids: set[str]) -> set[str]:
+    """Which of these notes this connection can see (`notes`: an agent's view hides what it may
+    not see; a deleted note is in neither)."""
+    return {row[0] for row in conn.execute(
+        "SELECT note_id FROM notes WHERE note_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(note_ids)),))}
 
 
 def owner_opens(conn: apsw.Connection) -> list[tuple[int, str, str, str, str, int | None]]:
@@ -107,35 +126,60 @@ def prune_opens(conn: apsw.Connection, before: str) -> dict:
     return {"opens_forgotten": opens, "query_vectors_forgotten": vectors}
 
 
+@contextmanager
+def scrubbing(conn: apsw.Connection) -> Iterator[None]:
+    """Deletes that leave nothing in the file (around a transaction, not inside one): with
+    secure_delete SQLite overwrites a deleted row's bytes (by default a forgotten query stays
+    readable in the page's free space and in freed pages until something overwrites them); then
+    the write-ahead log, which still holds the pages as they were written, is copied back and
+    emptied, unless a reader holds it."""
+    previous = int(conn.execute("PRAGMA secure_delete").fetchone()[0])
+    conn.execute("PRAGMA secure_delete = 1")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {previous}")
+    try:
+        conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+    except apsw.BusyError:  # a reader holds the log: the next checkpoint overwrites those pages
+        return
+
+
 def forget(conn: apsw.Connection, *, query: str | None = None, note_id: str | None = None,
            before: str | None = None, everything: bool = False) -> dict:
     """`mindtui usage forget`: the owner's searches matching every given condition (query: the
-    same text, ignoring case; before: searched before that ISO time; everything: all) are
-    removed with their opens and the search pairs they taught; with only a note, that note's
-    opens are removed and the searches stay. Returns counts."""
+    same text, ignoring case, Unicode normalisation and runs of spaces; before: searched before
+    that ISO time; everything: all) are removed with their opens and the search pairs they taught
+    (everything: every pair, those of searches the retention already dropped from the log too);
+    with only a note, that note's opens are removed and the searches stay. Returns counts."""
     with conn:
         if note_id is not None and query is None and before is None and not everything:
             conn.execute("DELETE FROM main.search_opens WHERE note_id = ?", (note_id,))
             return {"searches": 0, "opens": conn.changes(), "pairs_unlearnt": 0}
         where, args = ["audience = 'owner'"], []
-        if query is not None:
-            where.append("lower(trim(query)) = lower(trim(?))")
-            args.append(query)
         if before is not None:
             where.append("searched_at < ?")
             args.append(before)
         if note_id is not None:
             where.append("search_id IN (SELECT search_id FROM main.search_opens WHERE note_id = ?)")
             args.append(note_id)
-        rows = conn.execute(f"SELECT search_id, results FROM main.search_log WHERE {' AND '.join(where)}",
+        rows = conn.execute(f"SELECT search_id, results, query FROM main.search_log WHERE {' AND '.join(where)}",
                             args).fetchall()
-        ids = [search_id for search_id, _ in rows]
+        if query is not None:  # SQLite's lower() folds ASCII only: 'ÄRZTE' is 'ärzte' typed again
+            key = exact_key(query)
+            rows = [row for row in rows if exact_key(row[2]) == key]
+        ids = [row[0] for row in rows]
         opens = 0
         for search_id in ids:
             conn.execute("DELETE FROM main.search_opens WHERE search_id = ?", (search_id,))
             opens += conn.changes()
             conn.execute("DELETE FROM main.search_log WHERE search_id = ?", (search_id,))
-        pairs = _unlearn_pairs(conn, [json.loads(results) for _, results in rows])
+        if everything:  # only owner searches teach pairs (search_store.log_search)
+            conn.execute("DELETE FROM main.search_pairs")
+            pairs = conn.changes()
+        else:
+            pairs = _unlearn_pairs(conn, [json.loads(row[1]) for row in rows])
+        lower_search_watermark(conn)
     return {"searches": len(ids), "opens": opens, "pairs_unlearnt": pairs}
 
 
