@@ -116,6 +116,15 @@ def result_paths(response) -> list[str]:
     return [r.path for r in response.results]
 
 
+def query_rows(db_path: Path, sql: str) -> list[tuple]:
+    """The rows of one query, read from the file as it is (no migration)."""
+    conn = open_database(db_path, migrate=False)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
 def dump_database(db_path: Path) -> dict[str, list[tuple]]:
     """Every row that describes the vault (no run history, no surrogate ids), sorted."""
     conn = open_database(db_path, migrate=False)

@@ -14,13 +14,7 @@ from mindtui.cli import main
 from mindtui.service import InputError, SearchOptions
 from mindtui.store import open_database
 
-
-def _rows(db_path, sql: str) -> list[tuple]:
-    conn = open_database(db_path, readonly=True)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
+from conftest import query_rows
 
 
 def test_forget_by_query_folds_case_beyond_ascii(garden, db_path):
@@ -29,7 +23,7 @@ def test_forget_by_query_folds_case_beyond_ascii(garden, db_path):
         _open_after(owner, "ÄRZTE  Termin Gießkanne", "Gießkanne.md")
         _open_after(owner, "Spaten Harke", "Schuppen.md")
         assert owner.usage_forget(query="ärzte termin GIESSKANNE")["searches"] == 1
-    assert _rows(db_path, "SELECT query FROM search_log") == [("Spaten Harke",)]
+    assert query_rows(db_path, "SELECT query FROM search_log") == [("Spaten Harke",)]
 
 
 @pytest.mark.parametrize("before", ["0001-01-01T00:00+01:00", "9999-12-31T23:59-01:00"])
@@ -40,7 +34,7 @@ def test_forget_before_a_date_out_of_range_is_a_usage_error(garden, db_path, cap
             owner.usage_forget(before=before)
     assert main(["--db", str(db_path), "usage", "forget", "--before", before]) == 2
     assert "Traceback" not in capsys.readouterr().err
-    assert len(_rows(db_path, "SELECT * FROM search_opens")) == 1
+    assert len(query_rows(db_path, "SELECT * FROM search_opens")) == 1
 
 
 @pytest.mark.parametrize("empty", [{"query": ""}, {"query": "  "}, {"note": ""}, {"before": ""}])
@@ -52,7 +46,7 @@ def test_an_empty_condition_forgets_nothing(garden, db_path, empty):
             owner.usage_forget(**empty, everything=True)
         with pytest.raises(InputError, match="is empty"):
             owner.usage_forget(**empty)
-    assert len(_rows(db_path, "SELECT * FROM search_opens")) == 1
+    assert len(query_rows(db_path, "SELECT * FROM search_opens")) == 1
 
 
 def test_a_change_of_note_id_moves_its_place_in_logged_results(garden, db_path):
@@ -63,11 +57,11 @@ def test_a_change_of_note_id_moves_its_place_in_logged_results(garden, db_path):
         garden.write("Kompost.md", "---\nid: kompost-1\n---\n# Kompost\nKompost für Tomaten im Garten, mit etwas"
                                    " Wasser feucht halten.\n")
         owner.run_job("index", steps=["import"], vault=garden.root)
-        assert any("kompost-1" in results for (results,) in _rows(db_path, "SELECT results FROM search_log"))
+        assert any("kompost-1" in results for (results,) in query_rows(db_path, "SELECT results FROM search_log"))
         entry = next(r for r in owner.search(QUERY, SearchOptions(log=False)).results if r.path == "Kompost.md")
         assert entry.note_id == "kompost-1" and "memory" in entry.explain
         owner.usage_forget(everything=True)
-    assert _rows(db_path, "SELECT * FROM search_pairs") == []
+    assert query_rows(db_path, "SELECT * FROM search_pairs") == []
 
 
 def test_an_agent_cannot_tell_a_past_query_by_typing_it(garden, db_path):
@@ -167,7 +161,7 @@ def test_forgetting_opens_forgets_the_settings_fitted_to_them(garden, db_path, c
         assert owner.status()["learnt_settings"] == {"search.memory_weight": 2.0}
         assert owner.usage_forget(**forget)["learnt_settings_forgotten"] is True
         assert owner.status()["learnt_settings"] == {}
-    assert _rows(db_path, "SELECT value FROM meta WHERE key = 'search_learnt'") == []
+    assert query_rows(db_path, "SELECT value FROM meta WHERE key = 'search_learnt'") == []
 
 
 def _agent_sees(db_path, query: str) -> str:
@@ -203,12 +197,12 @@ def test_a_hidden_note_in_a_past_searchs_results_moves_nothing_for_an_agent(gard
 PAST_QUERY = QUERY + " Regentonne"  # a word no note holds: it could reach an agent only from the log
 
 
-def _owner_rows(db_path) -> dict:
-    return {"opens": _rows(db_path, "SELECT * FROM search_opens"),
-            "pairs": _rows(db_path, "SELECT * FROM search_pairs"),
-            "owner": _rows(db_path, "SELECT * FROM search_log WHERE audience = 'owner'"),
-            "meta": _rows(db_path, "SELECT * FROM meta"),
-            "agent_vectors": _rows(db_path, "SELECT search_id FROM search_log WHERE audience = 'agent'"
+def _ownerquery_rows(db_path) -> dict:
+    return {"opens": query_rows(db_path, "SELECT * FROM search_opens"),
+            "pairs": query_rows(db_path, "SELECT * FROM search_pairs"),
+            "owner": query_rows(db_path, "SELECT * FROM search_log WHERE audience = 'owner'"),
+            "meta": query_rows(db_path, "SELECT * FROM meta"),
+            "agent_vectors": query_rows(db_path, "SELECT search_id FROM search_log WHERE audience = 'agent'"
                                             " AND (query_vector IS NOT NULL OR vector_model IS NOT NULL)")}
 
 
@@ -223,7 +217,7 @@ async def test_the_mcp_server_neither_records_nor_tells_a_past_query(garden, db_
 
     with _service(db_path) as owner:
         _open_after(owner, PAST_QUERY, "Gießkanne.md")
-    before = _owner_rows(db_path)
+    before = _ownerquery_rows(db_path)
     monkeypatch.setenv("MINDTUI_PRIVACY__AGENT_USES_HISTORY", "true")
     monkeypatch.setenv("MINDTUI_SEARCH__MEMORY_MIN_EVIDENCE", "0.0")  # five notes: lend from any overlap
     monkeypatch.setenv("MINDTUI_SEARCH__MEMORY_RANK_PENALTY", "0.0")
@@ -240,8 +234,8 @@ async def test_the_mcp_server_neither_records_nor_tells_a_past_query(garden, db_
     assert json.loads(said[0])["results"][0]["path"] == "Gießkanne.md"  # lent: the owner opened it after a like search
     assert not any("Regentonne" in text for text in said[:1] + said[2:])
     assert "Regentonne" not in said[1].replace('"query": "Regentonne"', "")
-    assert _owner_rows(db_path) == before
-    assert _rows(db_path, "SELECT count(*) FROM search_log WHERE audience = 'agent'")[0][0] >= 1  # logged apart
+    assert _ownerquery_rows(db_path) == before
+    assert query_rows(db_path, "SELECT count(*) FROM search_log WHERE audience = 'agent'")[0][0] >= 1  # logged apart
 
 
 def test_memory_follows_a_rename_and_forget_by_the_new_name(garden, db_path):
@@ -274,7 +268,7 @@ def test_searches_after_a_forget_still_refresh_knowledge_importance(garden, db_p
                 "quote": "Tomaten brauchen Wasser, Sonne und einen Garten."}
 
     def importance() -> float:
-        return _rows(db_path, "SELECT importance FROM knowledge_items")[0][0]
+        return query_rows(db_path, "SELECT importance FROM knowledge_items")[0][0]
 
     with _service(db_path) as owner:
         owner.knowledge_submit(proposal)
@@ -303,7 +297,7 @@ def test_an_open_after_a_forgotten_search_is_not_taught_to_the_search_that_took_
         again = owner.record_open("", "hybrid", [r.log_key for r in shown], "Gießkanne.md", "copy",
                                   search_id=first.search_id)
     assert again.open_id is None
-    assert _rows(db_path, "SELECT * FROM search_opens") == []
+    assert query_rows(db_path, "SELECT * FROM search_opens") == []
 
 
 def test_a_forgotten_search_stops_lending_on_the_connection_that_forgot_it(garden, db_path):
@@ -343,10 +337,10 @@ def test_forget_all_forgets_the_pairs_of_searches_the_retention_dropped(garden, 
             conn.execute("UPDATE search_log SET searched_at = '2020-01-01T00:00:00+00:00'")
         conn.close()
         owner.run_job("nightly", steps=["graph"], vault=garden.root)
-        assert _rows(db_path, "SELECT * FROM search_log") == [] and _rows(db_path, "SELECT * FROM search_pairs")
+        assert query_rows(db_path, "SELECT * FROM search_log") == [] and query_rows(db_path, "SELECT * FROM search_pairs")
         assert owner.usage_forget(everything=True)["pairs_unlearnt"] > 0
         assert not owner.neighbours("Gießkanne").groups.get("search")
-    assert _rows(db_path, "SELECT * FROM search_pairs") == []
+    assert query_rows(db_path, "SELECT * FROM search_pairs") == []
 
 
 def test_a_forgotten_query_is_not_left_readable_in_the_file(garden, db_path):

@@ -16,20 +16,13 @@ from mindtui.service import Audience, SearchOptions, Service
 from mindtui.store import names, open_database
 from mindtui.vault import importer
 
-from conftest import dump_database, run_import
+from conftest import dump_database, query_rows, run_import
 from curation_support import nightly, settings_for
 
 
-def _rows(db_path, sql: str) -> list[tuple]:
-    conn = open_database(db_path, migrate=False)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
-
 
 def paths(db_path) -> set[str]:
-    return {path for (path,) in _rows(db_path, "SELECT path FROM notes")}
+    return {path for (path,) in query_rows(db_path, "SELECT path FROM notes")}
 
 
 def _write_raw(folder, name: bytes, data: bytes) -> None:
@@ -70,9 +63,9 @@ def test_aliases_that_expand_exponentially_are_ignored_and_the_note_stays_privat
     report = run_import(db_path, vault.root)
     why = {w.path: w.reason for w in report.warnings}
     assert "YAML aliases expand it to more than twice its own text" in why["Lachen.md"]
-    (private, frontmatter), = _rows(db_path, "SELECT private, frontmatter FROM notes WHERE path = 'Lachen.md'")
+    (private, frontmatter), = query_rows(db_path, "SELECT private, frontmatter FROM notes WHERE path = 'Lachen.md'")
     assert private == 1 and frontmatter == "{}"
-    (tags, title), = _rows(db_path, "SELECT tags, title FROM notes WHERE path = 'Basis.md'")
+    (tags, title), = query_rows(db_path, "SELECT tags, title FROM notes WHERE path = 'Basis.md'")
     assert (json.loads(tags), title) == (["geerbt"], "Erbe")  # a merge key copies a mapping: kept
     assert "Basis.md" not in why and paths(db_path) == {"Lachen.md", "Basis.md", "gut.md"}
     before = dump_database(db_path)
@@ -102,7 +95,7 @@ def test_a_name_links_and_is_found_in_either_unicode_normalisation(vault, db_pat
     vault.write("Bilder/Gr\u00fc\u00dfe.png", "kein markdown")
     vault.write("quelle.md", f"[[{NFC}]] [[Cafe\u0301]] [[{NFC}#Kopf]] ![[Gru\u0308\u00dfe.png]]\n")
     run_import(db_path, vault.root)
-    links = _rows(db_path, "SELECT l.resolution, t.path FROM note_links l LEFT JOIN notes t"
+    links = query_rows(db_path, "SELECT l.resolution, t.path FROM note_links l LEFT JOIN notes t"
                            " ON t.note_id = l.resolved_note_id ORDER BY l.seq")
     assert links == [("resolved", f"{NFD}.md"), ("resolved", "Caf\u00e9.md"), ("resolved", f"{NFD}.md"),
                      ("attachment", None)]
@@ -114,7 +107,7 @@ def test_a_name_links_and_is_found_in_either_unicode_normalisation(vault, db_pat
         conn.close()
     vault.write(f"{NFC}.md", "Zweite Schreibweise.\n")  # both spellings: one name, two notes
     run_import(db_path, vault.root)
-    (resolution,), = _rows(db_path, "SELECT resolution FROM note_links WHERE seq = 0")
+    (resolution,), = query_rows(db_path, "SELECT resolution FROM note_links WHERE seq = 0")
     assert resolution == "ambiguous"
 
 
@@ -124,7 +117,7 @@ def test_tags_and_aliases_are_the_scalars_written_never_a_python_repr(vault, db_
     vault.write("Komma.md", "---\ntags: x, y\naliases: ['a, b']\n---\nText.\n")
     run_import(db_path, vault.root)
     found = {path: (json.loads(tags), json.loads(aliases))
-             for path, tags, aliases in _rows(db_path, "SELECT path, tags, aliases FROM notes")}
+             for path, tags, aliases in query_rows(db_path, "SELECT path, tags, aliases FROM notes")}
     assert found == {"Zahlen.md": (["2024"], ["1", "true", "2.5"]),
                      "Verschachtelt.md": (["a", "b", "e"], []),
                      "Komma.md": (["x", "y"], ["a, b"])}
@@ -150,7 +143,7 @@ def test_a_private_folder_named_decomposed_is_private_under_a_composed_pattern(v
     monkeypatch.setenv("MINDTUI_IMPORT__EXCLUDE", "[\u00c4rzte/Entwurf.md]")
     vault.write("A\u0308rzte/Entwurf.md", "Nicht indexieren.\n")
     run_import(db_path, vault.root)
-    assert dict(_rows(db_path, "SELECT path, private FROM notes")) == {
+    assert dict(query_rows(db_path, "SELECT path, private FROM notes")) == {
         "A\u0308rzte/Befund.md": 1, "\u00d6ffentlich/Geheim.md": 1, "Offen.md": 0}
     settings = load_settings().with_values({"db": str(db_path)})
     with Service(settings, audience=Audience.AGENT) as agent:
@@ -164,7 +157,7 @@ def test_a_retriever_weight_out_of_range_is_a_warning_and_the_types_weight(vault
     for name, weight in written:
         vault.write(f"{name}.md", f"---\nretriever_weight: {weight}\n---\nText.\n")
     why = {w.path: w.reason for w in run_import(db_path, vault.root).warnings}
-    weights = dict(_rows(db_path, "SELECT path, retriever_weight FROM notes"))
+    weights = dict(query_rows(db_path, "SELECT path, retriever_weight FROM notes"))
     assert weights == {"Riesig.md": 1.0, "Million.md": 1.0, "Negativ.md": 1.0, "Null.md": 0.0, "Hoch.md": 2.5}
     for path in ("Riesig.md", "Million.md", "Negativ.md"):
         assert "is outside 0 to 10; using 1.0" in why[path]
@@ -190,7 +183,7 @@ def test_a_file_that_grows_past_the_size_limit_while_the_import_runs_is_not_read
     vault.write("Log.md", "Ein kleines Protokoll.\n")
     vault.write("gut.md", "Gut.\n")
     run_import(db_path, vault.root)
-    before = _rows(db_path, "SELECT path, content_hash FROM notes ORDER BY path")
+    before = query_rows(db_path, "SELECT path, content_hash FROM notes ORDER BY path")
     listed = importer.scan_vault
 
     def listed_then_grown(*args, **kwargs):  # a program appends to the log once it is listed
@@ -204,4 +197,4 @@ def test_a_file_that_grows_past_the_size_limit_while_the_import_runs_is_not_read
     report = run_import(db_path, vault.root, max_file_bytes=10_000)
     why = {w.path: w.reason for w in report.warnings}
     assert "grew past import.max_file_bytes (10,000) while the import ran" in why["Log.md"]
-    assert _rows(db_path, "SELECT path, content_hash FROM notes ORDER BY path") == before  # kept as it was
+    assert query_rows(db_path, "SELECT path, content_hash FROM notes ORDER BY path") == before  # kept as it was
