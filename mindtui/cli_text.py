@@ -7,10 +7,10 @@ import argparse
 import json
 import sys
 
-from mindtui.service.printable import printable, printable_line
 from mindtui.errors import (  # noqa: F401 - the CLI's exit codes, re-exported for cli and cli_queue
     EXIT_CONFIG, EXIT_DATABASE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_OK, EXIT_USAGE,
 )
+from mindtui.service.printable import printable, printable_line
 
 
 def emit(args: argparse.Namespace, data: dict, human: str) -> None:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 
-# C0 controls, DEL and the C1 controls (U+0080-U+009F: U+009B is a one-character CSI to a
-# terminal reading 8-bit controls).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# What counts as a control character for every front end (the TUI shows them as signs,
+# tui.literal): C0, DEL and C1 (U+0080-U+009F: U+009B is a one-character CSI to a terminal
+# reading 8-bit controls).
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
 _NAMED = {"\r": "\\r", "\n": "\\n", "\t": "\\t"}
 
@@ -27,10 +28,10 @@ def _escaped(match: re.Match) -> str:
 def printable(text: str) -> str:
     """Several lines for a terminal: line breaks (\\n, \\r\\n) and tabs kept, every other control
     character written as an escape."""
-    return _CONTROL_BUT_LINES.sub(_escaped, text) if _CONTROL.search(text) else text
+    return _CONTROL_BUT_LINES.sub(_escaped, text) if CONTROL.search(text) else text
 
 
 def printable_line(text: str) -> str:
     """One line for a terminal (a message on stderr): every control character an escape, line
     breaks and tabs too."""
-    return _CONTROL.sub(_escaped, text)
+    return CONTROL.sub(_escaped, text)
