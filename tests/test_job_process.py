@@ -86,11 +86,30 @@ def test_events_arrive_in_order_with_the_vaults_counts(small_vault, db_path):
     assert events[-1] == outcome.as_event() and not job.running
 
 
+def blocked_opening_fifo(pid: int) -> bool:
+    """True once the process sleeps in open(2) of a FIFO no one writes yet. Linux says so in
+    /proc: the kernel function it waits in, or the system call it is blocked in. True at once
+    where the kernel does not say (no /proc, or neither file readable)."""
+    def first_word(name: str) -> str | None:
+        try:
+            return (Path(f"/proc/{pid}") / name).read_text().split()[0]
+        except (OSError, IndexError):
+            return None
+
+    where, blocked_in = first_word("wchan"), first_word("syscall")  # blocked_in: "running" or a number
+    if where is None and blocked_in is None:
+        return True
+    return where in {"wait_for_partner", "fifo_open"} or blocked_in in {"2", "257", "56"}  # open, openat (x86-64, arm64)
+
+
 def cancelled_run(service: Service, vault_root: Path, fifo: Path, how: str, while_blocked=None) -> tuple:
     """Start an index job, cancel it inside the import step (blocked on the FIFO types file)."""
     job = service.start_job("index", vault=vault_root)
     events = job.events(timeout=WAIT)
     until(events, "step", step="import")
+    # A signal that lands just before the child enters open(2) is handled only once open returns,
+    # which the FIFO never lets it do: signal the child once it sleeps inside the open.
+    wait_until(lambda: blocked_opening_fifo(job.pid), "the child to block opening the FIFO")
     if how == "cancel":
         job.cancel()
     else:
