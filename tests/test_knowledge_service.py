@@ -245,5 +245,5 @@ def test_an_agent_gets_items_with_links_to_hidden_notes_taken_out(owner, setting
         view = agent.knowledge_item(made.item_id)
         listed = agent.knowledge_list(about="Emre")[0]
     assert "Hidden Person" not in view.title + view.body + listed.title
-    assert "[[Mindtui]]" in view.body and "[[private note]]" in view.body
+    assert "[[Mindtui]]" in view.body and "[[unavailable note]]" in view.body
     assert "[[Hidden Person]]" in owner.knowledge_item(made.item_id).body

@@ -315,7 +315,7 @@ def test_every_field_an_agent_gets_is_redacted(privacy_vault):
         assert theirs.path == "Zeta.md" and "Gehe" not in theirs.snippet
         assert theirs.explain["fts"] == {"rank": 1} and "bm25" in json.dumps(mine.explain)
         dumped = json.dumps(agent.note("Zeta", with_chunks=True).as_dict(), ensure_ascii=False)
-        assert "Geheim" not in dumped and "[[private note]]" in dumped
+        assert "Geheim" not in dumped and "[[unavailable note]]" in dumped
         assert "Geheim" in json.dumps(owner.note("Zeta", with_chunks=True).as_dict(), ensure_ascii=False)
 
 
@@ -324,9 +324,23 @@ def test_redaction_of_links_cut_at_a_window_edge():
 
     assert redact("…und dann [[Gehalt", frozenset()) == "…und dann [[…]]"
     assert redact("altsgespräch]] und weiter", frozenset()) == "[[…]] und weiter"
-    assert redact("siehe [[Offen]] und [[Geheim|das]]", frozenset({"geheim"})) == "siehe [[Offen]] und [[private note]]"
-    assert redact("[Text](Privat/Gehalt%20neu.md) und [x](Offen.md)", frozenset({"privat/gehalt neu"})) == (
-        "[[private note]] und [x](Offen.md)")
+
+
+def test_a_link_stands_only_when_it_reaches_a_note_the_agent_sees():
+    """A link to a hidden note and a link to no note read the same: `[[unavailable note]]`."""
+    from mindtui.service.redact import redact
+
+    visible = frozenset({"offen", "projekte/plan", "plan", "start"})
+    assert redact("siehe [[Offen]], [[Geheim|das]] und [[Nirgends]]", visible) == (
+        "siehe [[Offen]], [[unavailable note]] und [[unavailable note]]")
+    assert redact("[Text](Privat/Gehalt%20neu.md) und [x](Offen.md)", visible) == "[[unavailable note]] und [x](Offen.md)"
+    # a visible note's path, a suffix of it, a heading, an attachment and a URL stand
+    kept = ("[[Projekte/Plan#Ziele|den Plan]] [[./offen.md]] [[#Ziele]] ![[Skizze.png]]"
+            " [Seite](https://example.org/Geheim) [[mailto:a@b.de]] [Bild](<Bilder/Geheim 1.jpg>)")
+    assert redact(kept, visible) == kept
+    # a path that is no visible note's, though its file name is (it may be a hidden note's)
+    assert redact("[[Privat/Geheim#Ziele]] [[Geheim.md]] [x](<Geheim Neu.md>) [[Privat/Plan]]", visible) == " ".join(
+        ["[[unavailable note]]"] * 4)
 
 
 def test_evaluation_is_for_the_owner_and_never_feeds_a_model_a_note_without_consent(vault, tmp_path, capsys):

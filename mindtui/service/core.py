@@ -42,7 +42,7 @@ from mindtui.store.maintenance import store_bytes
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, VAULT_KEY, data_version, get_meta
 from mindtui.store.migrate import schema_version
 from mindtui.store.pool import ConnectionPool
-from mindtui.store.visibility import hidden_note_names
+from mindtui.store.visibility import notes_generation, visible_note_names
 from mindtui.vault.types import TypeRegistry, load_type_registry
 
 Say = Callable[[str], None]
@@ -100,13 +100,13 @@ class Service:
         return cached_engine(pooled, self.settings, learns, lambda: SearchModels(self.models, self.settings, say))
 
     def _redactor(self, pooled) -> "_Redactor":
-        """For an agent: text with links to hidden notes taken out (see service.redact)."""
+        """For an agent: text with links to notes it may not see taken out (see service.redact)."""
         if self.audience is Audience.OWNER:
             return _Redactor(None)
-        version = data_version(pooled.conn)
-        cached = pooled.cache.get("hidden_names")
-        if cached is None or cached[0] != version:
-            cached = pooled.cache["hidden_names"] = (version, hidden_note_names(pooled.conn))
+        generation = notes_generation(pooled.conn)
+        cached = pooled.cache.get("visible_names")
+        if cached is None or cached[0] != generation:
+            cached = pooled.cache["visible_names"] = (generation, visible_note_names(pooled.conn))
         return _Redactor(cached[1])
 
     # -- reading ---------------------------------------------------------------------------
@@ -479,8 +479,8 @@ class Service:
 
 
 class _Redactor:
-    """Text for the service's audience: unchanged for the owner, links to hidden notes taken out
-    for an agent (`names`: the hidden notes' names)."""
+    """Text for the service's audience: unchanged for the owner, links to notes it may not see
+    taken out for an agent (`names`: the names of the notes it sees)."""
 
     def __init__(self, names: frozenset[str] | None) -> None:
         self.names = names

@@ -1,11 +1,14 @@
 """Links to notes an agent may not see, taken out of text handed to an agent.
 
 A visible note may link to a private one (`[[Gehaltsgespräch 2027]]`); its name is itself
-private. Wikilinks and markdown links whose target names a hidden note (by title, alias, path
-or file name: the names `store.visibility.hidden_note_names` lists) become `[[private note]]`.
-A name a visible note also bears is not (to an agent, links by it resolve to the visible note;
-redacted, it would tell that a hidden note bears it). A link cut in half at the edge of a
-window (an evidence sentence) cannot be checked: it becomes `[[…]]`.
+private. So is the fact that a private note bears it: a link redacted only when it names a hidden
+note would tell an agent that the note exists, where a link to no note reads as written. So a
+wikilink or markdown link stands only when its target is a name of a note the agent sees (title,
+alias, path or one of its suffixes down to the file name: `store.visibility.visible_note_names`), an
+attachment (`![[plan.png]]`), a URL or a heading of the note itself (`[[#Ziele]]`); any other
+becomes `[[unavailable note]]`, the same for a hidden note and for none, in the vault with the
+hidden note and without it. A link cut in half at the edge of a window (an evidence sentence)
+cannot be checked: it becomes `[[…]]`.
 
 What an agent gets is redacted in one place, `redact_for_agent`, from every value that can hold
 note text: text, headings, frontmatter values, snippets (before they are cut), evidence.
@@ -17,9 +20,9 @@ import re
 from urllib.parse import unquote
 
 from mindtui.text.names import exact_key
-from mindtui.vault.links import MARKDOWN_LINK, WIKILINK, split_target
+from mindtui.vault.links import MARKDOWN_LINK, WIKILINK, is_attachment, is_url, split_target
 
-PLACEHOLDER = "[[private note]]"
+PLACEHOLDER = "[[unavailable note]]"
 CUT = "[[…]]"
 _CUT_AT_END = re.compile(r"!?\[\[[^\]\n]*$|!?\[[^\]\n]*\]\([^)\s]*$")
 _CUT_AT_START = re.compile(r"^[^\[\n]*?\]\]")
@@ -32,35 +35,42 @@ def _key(target: str) -> str:
     return exact_key(target.lstrip("./"))
 
 
-def _hidden(target: str, names: frozenset[str]) -> bool:
+def _stands(target: str, visible: frozenset[str]) -> bool:
+    """Whether a link's target may be shown as written: it is a name of a note the reader sees
+    (a path ending in its file name alone is not: `[[Privat/Plan]]` names no visible `Projekte/Plan`
+    by that path, and may be a hidden note's), an attachment, a URL, or a heading of the linking note."""
+    if is_url(target) or is_attachment(target.split("#", 1)[0]):
+        return True
     key = _key(target)
-    return bool(key) and (key in names or key.rpartition("/")[2] in names)
+    return not key or key in visible
 
 
-def redact(text: str | None, names: frozenset[str]) -> str | None:
+def redact(text: str | None, visible: frozenset[str]) -> str | None:
+    """`text` with every link that does not reach a note in `visible` (the reader's note names)
+    replaced, and links cut at its edges marked."""
     if not text or ("[[" not in text and "](" not in text and "]]" not in text):
         return text
     text = _CUT_AT_START.sub(CUT, _CUT_AT_END.sub(CUT, text))
-    if not names:
-        return text
 
     def wikilink(match: re.Match[str]) -> str:
-        return PLACEHOLDER if _hidden(split_target(match.group(2))[1], names) else match.group(0)
+        if match.group(0) == CUT or _stands(split_target(match.group(2))[1], visible):
+            return match.group(0)
+        return PLACEHOLDER
 
     def markdown(match: re.Match[str]) -> str:
-        return PLACEHOLDER if _hidden(match.group(2), names) else match.group(0)
+        return match.group(0) if _stands(match.group(2).strip("<>"), visible) else PLACEHOLDER
 
     return MARKDOWN_LINK.sub(markdown, WIKILINK.sub(wikilink, text))
 
 
-def redact_value(value, names: frozenset[str]):
+def redact_value(value, visible: frozenset[str]):
     """Strings anywhere in a JSON-like value (frontmatter), redacted."""
     if isinstance(value, str):
-        return redact(value, names)
+        return redact(value, visible)
     if isinstance(value, list):
-        return [redact_value(item, names) for item in value]
+        return [redact_value(item, visible) for item in value]
     if isinstance(value, dict):
-        return {key: redact_value(item, names) for key, item in value.items()}
+        return {key: redact_value(item, visible) for key, item in value.items()}
     return value
 
 

@@ -24,7 +24,7 @@ the day it is written. What an agent connection never sees:
 
 Writes from an agent connection name `main.` tables explicitly (the search log; the knowledge
 writer, which decides an agent's proposals on such a connection so that no rule sees a hidden item).
-Links to hidden notes inside visible text are redacted by the service (`hidden_note_names`).
+Links inside visible text to notes an agent may not see are redacted by the service (`visible_note_names`).
 """
 
 from __future__ import annotations
@@ -276,16 +276,16 @@ def _note_names(rows) -> set[str]:
     return names
 
 
-def hidden_note_names(conn: apsw.Connection) -> frozenset[str]:
-    """Every name a link could use for a note an agent may not see (title, aliases, vault path
-    without `.md` and each of its suffixes down to the file name, compared as `exact_key`) and no
-    visible note has: what the service
-    redacts from text it hands an agent. A name a visible note shares is the visible note's to
-    the agent (its links resolve to it): redacted, it would tell that a hidden note bears it.
-    Reads `main.notes` on purpose: only this module knows who is hidden."""
-    hidden = _note_names(conn.execute(
-        "SELECT n.title, n.aliases, n.path FROM main.notes n"
-        " WHERE NOT EXISTS (SELECT 1 FROM temp.notes v WHERE v.note_id = n.note_id)"))
-    if hidden:
-        hidden -= _note_names(conn.execute("SELECT title, aliases, path FROM temp.notes"))
-    return frozenset(n for n in hidden if n)
+def visible_note_names(conn: apsw.Connection) -> frozenset[str]:
+    """Every name a link could use for a note the connection's reader sees (title, aliases, vault
+    path without `.md` and each of its suffixes down to the file name, compared as `exact_key`):
+    what the service lets stand in links it hands an agent. Other links, to hidden notes and to no
+    note alike, are redacted, so that which of the two a link is tells nothing."""
+    return frozenset(n for n in _note_names(conn.execute("SELECT title, aliases, path FROM notes")) if n)
+
+
+def notes_generation(conn: apsw.Connection) -> int:
+    """Moves whenever a note is added, removed or renamed, or its title, aliases or privacy flags
+    change (migration 0021's triggers): while it stands, visible_note_names stands."""
+    row = conn.execute("SELECT value FROM main.meta WHERE key = 'notes_generation'").fetchone()
+    return int(row[0]) if row else 0
