@@ -126,3 +126,19 @@ def test_mcp_server_on_an_old_database_exits_4_without_migrating(db_path):
     assert done.returncode == 4, done.stderr
     assert done.stderr.count("\n") == 1 and "older than this mindtui" in done.stderr
     assert user_version(db_path) == OLD_VERSION
+
+
+def test_a_migration_that_does_not_apply_is_one_line_exit_4_and_changes_nothing(db_path, capsys):
+    """A file whose tables are not what its schema version says (a development build added a column
+    a later migration adds) is refused with what failed, no traceback, and left as it was."""
+    conn = open_database(db_path, migrate=False)
+    apply_migrations(conn, db_path, load_migrations()[:10])
+    conn.execute("ALTER TABLE search_log ADD COLUMN query_vector BLOB")  # what 0011 adds
+    conn.close()
+    before = db_path.read_bytes()
+    assert main(["status", "--db", str(db_path)]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "from version 10 failed at 0011_usage_memory.sql (duplicate column name: query_vector)" in err
+    assert "Nothing was changed" in err
+    assert user_version(db_path) == 10 and db_path.read_bytes() == before

@@ -10,6 +10,7 @@ from pathlib import Path
 import apsw
 
 from mindtui import locations
+from mindtui.errors import DatabaseError
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
@@ -72,6 +73,10 @@ def require_current_schema(conn: apsw.Connection, path: Path | str, why: str) ->
     return current
 
 
+class MigrationFailedError(DatabaseError):
+    """A migration the file's schema version calls for does not apply (exit 4, the file untouched)."""
+
+
 def apply_migrations(conn: apsw.Connection, path: Path | str = "", migrations: list[Migration] | None = None) -> list[str]:
     """Apply every migration above the file's user_version, each in its own transaction.
 
@@ -94,7 +99,14 @@ def apply_migrations(conn: apsw.Connection, path: Path | str = "", migrations: l
                 conn.execute("COMMIT")
                 return applied
             migration = migrations[current]  # numbered 1.. without gaps: the one above `current`
-            conn.execute(migration.sql)
+            try:
+                conn.execute(migration.sql)
+            except (apsw.SQLError, apsw.ConstraintError) as exc:  # the schema is not what its version says
+                raise MigrationFailedError(
+                    f"{path}: upgrading the schema from version {current} failed at {migration.name} ({exc}): "
+                    f"its tables are not those of schema version {current} (another program or a development "
+                    "build of mindtui may have changed them). Nothing was changed; keep the file, and index the "
+                    "vault into a new database (--db NEW.db)") from exc
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID:d}")
             # PRAGMA takes no bound parameters; the value is an int we produced ourselves.
             conn.execute(f"PRAGMA user_version = {migration.version:d}")
