@@ -284,8 +284,11 @@ def visible_note_names(conn: apsw.Connection) -> frozenset[str]:
     return frozenset(n for n in _note_names(conn.execute("SELECT title, aliases, path FROM notes")) if n)
 
 
+NOTES_GENERATION_KEY = "notes_generation"  # meta; migration 0021 writes and moves it
+
+
 def notes_generation(conn: apsw.Connection) -> int:
     """Moves whenever a note is added, removed or renamed, or its title, aliases or privacy flags
     change (migration 0021's triggers): while it stands, visible_note_names stands."""
-    row = conn.execute("SELECT value FROM main.meta WHERE key = 'notes_generation'").fetchone()
+    row = conn.execute("SELECT value FROM main.meta WHERE key = ?", (NOTES_GENERATION_KEY,)).fetchone()
     return int(row[0]) if row else 0
