@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from mindtui.config import load_settings
+from mindtui.service.item_ids import KEY as ITEM_KEY
+from mindtui.service.item_ids import ItemIds
 from mindtui.store import open_database
 from mindtui.store.visibility import NOTES_GENERATION_KEY
 from mindtui.vault.importer import VaultImporter
@@ -122,6 +124,31 @@ def query_rows(db_path: Path, sql: str) -> list[tuple]:
     conn = open_database(db_path, migrate=False)
     try:
         return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+# Two worlds compared byte for byte (with and without a hidden item) must number an agent's items
+# alike: the key of those numbers is otherwise drawn anew for each database (service.item_ids).
+SHARED_ITEM_KEY = "6d696e647475692d746573742d6b6579"
+
+
+def share_item_key(db_path: Path) -> None:
+    conn = open_database(db_path)
+    try:
+        with conn:
+            conn.execute("UPDATE meta SET value = ? WHERE key = ?", (SHARED_ITEM_KEY, ITEM_KEY))
+    finally:
+        conn.close()
+
+
+def agents_number(item_id: int, db_path: Path | None = None) -> int:
+    """The number an agent knows the item by (in a database that shares the test key, by default)."""
+    if db_path is None:
+        return ItemIds(bytes.fromhex(SHARED_ITEM_KEY)).public(item_id)
+    conn = open_database(db_path)
+    try:
+        return ItemIds.of(conn).public(item_id)
     finally:
         conn.close()
 

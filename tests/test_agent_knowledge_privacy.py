@@ -20,7 +20,7 @@ from mindtui.mcp import tools
 from mindtui.models.holder import ModelHolder
 from mindtui.service import SearchOptions, Service
 
-from conftest import Vault
+from conftest import Vault, share_item_key
 
 VISIBLE_CALLOUT = "> [!fact] Der Server steht im Keller\n> about: topic: Haus\n"
 SAME = VISIBLE_CALLOUT
@@ -38,6 +38,7 @@ def agent_knowledge(root, hidden_first: bool, hidden_callout: str) -> str:
     with Service(settings, audience=Audience.OWNER, models=ModelHolder()) as owner:
         for _ in range(2):
             assert owner.run_job("nightly", steps=["import", "consolidate"], vault=vault.root).ok
+    share_item_key(settings.db_path)
     with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
         items = tools.knowledge_search(agent, {"limit": 50}, "scout")["items"]
         found = agent.search("Server Keller", SearchOptions(mode="fts", kind="knowledge", log=False))

@@ -19,7 +19,7 @@ from mindtui.service import SearchOptions, Service
 from mindtui.store import open_database
 from mindtui.store.visibility import notes_generation
 
-from conftest import Vault, run_import
+from conftest import Vault, agents_number, run_import
 
 START = ('---\nrelated: ["[[Geheim]]", "[[Plan]]"]\n---\n# Start\n\n## Siehe [[Geheim]]\n\n'
          "Pomeranze: siehe [[Geheim|das Gespräch]], [[Nirgends]], [[Plan]] und [Notiz](Geheim.md).\n")
@@ -44,7 +44,7 @@ def agent_reads(root, private_note: bool) -> str:
     with service(db, Audience.AGENT) as agent:
         note = agent.note("Start", with_chunks=True).as_dict()
         note.pop("indexed_at")  # the clock at import
-        view = agent.knowledge_item(item.item_id)
+        view = agent.knowledge_item(agents_number(item.item_id, db))
         return json.dumps({
             "note": note, "item": [view.title, view.body],
             "snippets": [r.snippet for r in agent.search("Pomeranze", SearchOptions(mode="fts", log=False)).results],

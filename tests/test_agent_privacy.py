@@ -28,7 +28,7 @@ from mindtui.service import SearchOptions, Service
 from mindtui.store import open_database
 from mindtui.store import vectors as vector_store
 
-from conftest import Vault, run_import
+from conftest import Vault, agents_number, run_import, share_item_key
 
 
 def dumped(data) -> str:
@@ -54,7 +54,7 @@ UNRELATED = [(fact("The garden needs water", "topic:Garden", visibility="private
 HIDDEN_DRAFT = 3
 PROBES = [
     fact("Emre plays the cello", "Emre"),  # an exact copy of a hidden item
-    fact("Emre drinks tea", "Emre", supersedes=HIDDEN_DRAFT),  # ends a hidden draft?
+    fact("Emre drinks tea", "Emre", supersedes=agents_number(HIDDEN_DRAFT)),  # ends a hidden draft, named as an agent would?
     fact("Emre drinks tea", "Emre", supersedes=9999),  # ... answers as for an item that does not exist
     fact("Emre plays the violin in the city orchestra every Sunday", "Emre"),  # near a hidden item
     {**fact("We host the index on Hetzner", "Mindtui"), "type": "decision"},  # says otherwise than a hidden one
@@ -68,6 +68,7 @@ def proposal_world(root: Path, hidden: list) -> tuple[Service, Path]:
     write_vault(vault)
     db = root / "mindtui.db"
     run_import(db, vault.root)
+    share_item_key(db)
     settings = load_settings().with_values({"db": str(db)})
     owner = Service(settings, audience=Audience.OWNER, models=ModelHolder())
     decisions = [owner.knowledge_submit(fact("Emre leads sales", "Emre"), "owner")]
@@ -104,7 +105,7 @@ def test_an_agents_ingested_proposals_answer_alike_whatever_is_hidden(tmp_path, 
     results = json.loads(outputs["probed"])["results"]
     assert [r["decision"] for r in results] == ["add", "invalid", "invalid", "add", "add", "noop", "invalid"]
     assert {k: v for k, v in results[1].items() if k != "line"} == {k: v for k, v in results[2].items() if k != "line"}
-    assert results[5]["reason"] == "known already" and results[5]["item_id"] == 1
+    assert results[5]["reason"] == "known already" and results[5]["item_id"] == agents_number(1)
     assert "schema" in results[6]["reason"]  # the validator's message: it depends on the line alone
 
 
@@ -144,7 +145,7 @@ def test_a_visible_item_superseded_by_a_hidden_one_is_just_ended_to_an_agent(tmp
             owner.knowledge_submit(fact("The garden needs water", "topic:Garden", visibility="private"), "owner")
         with Service(owner.settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
             outputs[name] = dumped({
-                "item": agent.knowledge_item(1).as_dict(),
+                "item": agent.knowledge_item(agents_number(1)).as_dict(),
                 "list": [v.as_dict() for v in agent.knowledge_list(current_only=False)],
                 "mcp": tools.knowledge_search(agent, {"status": "superseded"}, "scout"),
                 "counts": {k: v for k, v in agent.status().items() if k.startswith("knowledge_")}})

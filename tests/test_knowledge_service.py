@@ -11,16 +11,17 @@ from knowledge_support import proposal, write_vault
 from mindtui.audience import Audience
 from mindtui.cli import main
 from mindtui.config import load_settings
-from mindtui.errors import NotAllowed
+from mindtui.errors import InputError, NotAllowed
 from mindtui.knowledge.proposal import Source
 from mindtui.knowledge.writer import submit
 from mindtui.models.holder import ModelHolder
 from mindtui.models.sweep import run_embed_sweep
 from mindtui.service import SearchOptions, Service
+from mindtui.service.item_ids import ItemIds
 from mindtui.store import knowledge_store, open_database
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, set_meta
 
-from conftest import run_import
+from conftest import agents_number, run_import
 
 
 @pytest.fixture
@@ -112,18 +113,48 @@ def test_an_agent_never_sees_private_items_nor_items_of_hidden_notes(owner, sett
     assert all(d.decision == "add" for d in (private, hidden_about, from_private_note, open_item))
     assert hidden | {open_item.item_id} <= {v.item_id for v in owner.knowledge_list()}
     with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
-        assert [v.item_id for v in agent.knowledge_list()] == [open_item.item_id]
-        for item_id in hidden:
-            with pytest.raises(Exception, match="no knowledge item"):
-                agent.knowledge_item(item_id)
-        seen = agent.knowledge_item(open_item.item_id)
+        assert [v.item_id for v in agent.knowledge_list()] == [agents_number(open_item.item_id, settings.db_path)]
+        for item_id in hidden:  # named by the number an agent would know it by, or by its row id
+            for told in (agents_number(item_id, settings.db_path), item_id):
+                with pytest.raises(Exception, match=f"no knowledge item {told}$"):
+                    agent.knowledge_item(told)
+        seen = agent.knowledge_item(agents_number(open_item.item_id, settings.db_path))
         # Its corroboration from the private note is not shown; the writer's log is the owner's.
         assert seen.decisions == [] and [s["source_id"] for s in seen.sources] == [seen.source_id]
         assert len(owner.knowledge_item(open_item.item_id).sources) == 2
         found = agent.search("tea salary", SearchOptions(kind="knowledge", log=False))
-        assert [r.item_id for r in found.results] == [open_item.item_id]
+        assert [r.item_id for r in found.results] == [agents_number(open_item.item_id, settings.db_path)]
     owner_found = owner.search("tea salary", SearchOptions(kind="knowledge", log=False))
     assert {r.item_id for r in owner_found.results} == hidden | {open_item.item_id}
+
+
+def test_an_agent_knows_items_by_numbers_that_count_nothing(owner, settings, tmp_path):
+    """Row ids count hidden items: an agent is told keyed numbers instead, in no order, with no
+    gaps to read, that name the same item everywhere it is told them (list, show, search, a
+    decision); a hidden item's number, or its row id, answers as a number that names nothing."""
+    made = [owner.knowledge_submit(proposal(title=f"Emre kennt Fall {i:02}", about="Emre",
+                                            **({"visibility": "private"} if i % 3 == 0 else {})))
+            for i in range(18)]
+    assert all(d.decision == "add" for d in made)
+    shown = [d.item_id for i, d in enumerate(made) if i % 3]
+    with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
+        listed = sorted(((v.title, v.item_id) for v in agent.knowledge_list(about="Emre")))
+        numbers = [number for _, number in listed]  # in the order the items were made
+        assert numbers == [agents_number(row, settings.db_path) for row in shown]
+        assert numbers != sorted(numbers) and not set(numbers) & set(range(1, 100))
+        assert agent.knowledge_item(numbers[0]).title == listed[0][0]
+        found = agent.search("Fall 01", SearchOptions(kind="knowledge", mode="fts", log=False)).results
+        assert [r.item_id for r in found][:1] == [numbers[0]]
+        again = agent.knowledge_submit(proposal(title="Emre kennt Fall 01", about="Emre", quote="q"), "agent:scout")
+        assert (again.decision, again.item_id) == ("noop", numbers[0])
+        for hidden in (made[0].item_id, agents_number(made[0].item_id, settings.db_path)):
+            with pytest.raises(InputError, match=f"no knowledge item {hidden}$"):
+                agent.knowledge_item(hidden)
+    other = open_database(tmp_path / "other.db")  # another database draws another key
+    try:
+        assert ItemIds.of(other).public(shown[0]) != numbers[0]
+    finally:
+        other.close()
 
 
 def test_search_finds_items_marked_and_filters_by_kind(owner, settings):
@@ -242,7 +273,7 @@ def test_an_agent_gets_items_with_links_to_hidden_notes_taken_out(owner, setting
     made = owner.knowledge_submit(proposal(title="Emre works with [[Hidden Person]]", about="Emre",
                                            body="See [[Hidden Person]] and [[Mindtui]]."))
     with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
-        view = agent.knowledge_item(made.item_id)
+        view = agent.knowledge_item(agents_number(made.item_id, settings.db_path))
         listed = agent.knowledge_list(about="Emre")[0]
     assert "Hidden Person" not in view.title + view.body + listed.title
     assert "[[Mindtui]]" in view.body and "[[unavailable note]]" in view.body

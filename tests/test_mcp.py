@@ -25,7 +25,7 @@ from mindtui.config import load_settings
 from mindtui.service import Service
 from mindtui.service.context import dumps, tokens_of
 
-from conftest import REPO, run_import
+from conftest import REPO, agents_number, run_import
 
 AGENT_NAME = "test-agent"
 ALL_TOOLS = {"search", "neighbors", "get_note", "knowledge_search", "context_pack"}
@@ -211,8 +211,9 @@ async def test_proposals_round_trip_into_the_curation_queue(fixed_db):
                  if card.as_dict()["payload"]["source"]["id"] == f"agent:{AGENT_NAME}"]
         assert len(cards) == 1
         assert held["card_id"] is None  # a row id: it counts the owner's whole queue
-        item = owner.knowledge_item(added["item_id"])
-        assert (item.status, item.source_id, item.title) == ("draft", f"agent:{AGENT_NAME}", "Der Router steht im Flur")
+        item = next(v for v in owner.knowledge_list() if v.title == "Der Router steht im Flur")
+        assert (item.status, item.source_id) == ("draft", f"agent:{AGENT_NAME}")
+        assert added["item_id"] == agents_number(item.item_id, fixed_db) != item.item_id  # not its row id
 
 
 def test_context_pack_keeps_to_the_budget(fixed_db):

@@ -10,7 +10,7 @@ import apsw
 import pytest
 
 from mindtui.store import APPLICATION_ID, DatabaseError, DatabaseTooNewError, open_database
-from mindtui.store.migrate import Migration, apply_migrations, latest_version, load_migrations
+from mindtui.store.migrate import Migration, MigrationFailedError, apply_migrations, latest_version, load_migrations
 
 from conftest import REPO
 
@@ -64,8 +64,9 @@ def test_failed_migration_rolls_back_whole(db_path):
     conn = open_database(db_path, migrate=False)
     good = load_migrations()
     broken = Migration(len(good) + 1, "9999_broken.sql", "CREATE TABLE half_done(x); SELECT * FROM no_such_table;")
-    with pytest.raises(apsw.SQLError):
+    with pytest.raises(MigrationFailedError, match="failed at 9999_broken.sql .no such table: no_such_table.") as failed:
         apply_migrations(conn, db_path, good + [broken])
+    assert isinstance(failed.value.__cause__, apsw.SQLError)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == len(good)
     assert conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'half_done'").fetchone()[0] == 0
     conn.close()

@@ -6,7 +6,7 @@ message (logged like any other); the other lines still go in. Blank lines are sk
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 import apsw
 
@@ -16,12 +16,14 @@ from mindtui.knowledge.writer import Decision, submit
 
 
 def ingest_lines(conn: apsw.Connection, settings: Settings, lines: Iterable[str], source: Source, *,
-                 embedder=None, about_conn: apsw.Connection | None = None) -> list[tuple[int, Decision]]:
-    """One (line number (1-based), decision) per non-blank line."""
+                 embedder=None, about_conn: apsw.Connection | None = None,
+                 item_row: Callable[[int], int] | None = None) -> list[tuple[int, Decision]]:
+    """One (line number (1-based), decision) per non-blank line (item_row: as writer.submit's)."""
     results = []
     for number, line in enumerate(lines, start=1):
         text = line.strip()
         if not text:
             continue
-        results.append((number, submit(conn, settings, text, source, embedder=embedder, about_conn=about_conn)))
+        results.append((number, submit(conn, settings, text, source, embedder=embedder, about_conn=about_conn,
+                                              item_row=item_row)))
     return results

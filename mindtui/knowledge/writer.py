@@ -29,6 +29,7 @@ import dataclasses
 import datetime
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Callable
 
 import apsw
 import numpy as np
@@ -107,12 +108,14 @@ class _Ctx:
 
 
 def submit(conn: apsw.Connection, settings: Settings, proposal: Proposal, source: Source, *, embedder=None,
-           force: str | None = None, about_conn: apsw.Connection | None = None) -> Decision:
+           force: str | None = None, about_conn: apsw.Connection | None = None,
+           item_row: Callable[[int], int] | None = None) -> Decision:
     """Decide what becomes of one proposal (see the module docstring) and log the decision. The
     proposal may also be given as it was received (a dict, JSON text): one that does not validate
     is logged and decided 'invalid' with the validator's message. about_conn: the connection `about`
     is resolved on, i.e. the notes the proposer may see (an agent's: a hidden note is no entity to
-    it); default `conn`."""
+    it); default `conn`. item_row: the row id of the item the proposer's `supersedes` number names
+    (an agent is told other numbers: service.item_ids), once the proposal is valid."""
     now = now_iso()
     raw = _raw(proposal)
     try:
@@ -122,6 +125,8 @@ def submit(conn: apsw.Connection, settings: Settings, proposal: Proposal, source
     except ProposalError as exc:
         with _transaction(conn):
             return _log(conn, now, source, raw, Decision("invalid", str(exc), own_input=True))
+    if item_row is not None and proposal.supersedes is not None:
+        proposal = dataclasses.replace(proposal, supersedes=item_row(proposal.supersedes))
     notes: list[str] = []
     vector = _embed(conn, embedder, proposal, source, notes) if how is None else None
     ctx = _Ctx(conn, settings, proposal, source, how, target, vector,

@@ -10,6 +10,7 @@ Safe to use from several threads at once; `close()` releases connections and mod
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 from pathlib import Path
 from typing import Callable
@@ -119,6 +120,7 @@ class Service:
             for result in response.results:
                 result.explain = public_explain(result.explain)
                 result.chunk_id = None  # a row id: it counts the chunks of every note ever imported
+                result.item_id = self._knowledge.told_id(result.item_id)  # so does an item's (service.item_ids)
         return response
 
     def _search(self, query: str, options: SearchOptions | None = None,
@@ -428,9 +430,8 @@ class Service:
         self._owner_only("the curation queue")
         return self._curation.refresh()
 
-
     # -- knowledge items ---------------------------------------------------------------------
-    @property
+    @functools.cached_property
     def _knowledge(self) -> KnowledgeDesk:
         return KnowledgeDesk(self.settings, self._pool, self.audience, self.models)
 
@@ -459,14 +460,13 @@ class Service:
         return self._cleaned(self._knowledge.for_note(name))
 
     def _cleaned(self, views: list[KnowledgeView]) -> list[KnowledgeView]:
-        """For an agent: links to hidden notes taken out of the items' text."""
+        """For an agent: links to notes it may not see taken out of the items' text."""
         if self.audience is Audience.OWNER:
             return views
         with self._pool.connection() as pooled:
             clean = self._redactor(pooled)
         for view in views:
-            view.title, view.body = clean(view.title), clean(view.body)
-            view.quote = clean(view.quote) if view.quote else view.quote
+            view.title, view.body, view.quote = clean(view.title), clean(view.body), clean(view.quote)  # None stays
             for entry in view.supersedes + view.superseded_chain:
                 entry["title"] = clean(entry["title"])
         return views

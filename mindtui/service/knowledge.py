@@ -4,13 +4,15 @@ Reads go through the service's pool (an agent's connection sees only the items i
 store.visibility). An agent's proposal is decided on a connection that reads as an agent: every
 rule compares it with the items an agent may see only, so what it is told cannot depend on a
 hidden item. What it is told back is cut further: fixed reasons (a reason names notes and items),
-no ids of items it cannot see (card ids, yes).
+no ids of items it cannot see (card ids, yes), and for the items it sees other numbers than their
+row ids, which count hidden items too (service.item_ids; it names items by those numbers).
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterable
 
 import apsw
@@ -23,6 +25,7 @@ from mindtui.knowledge.ingest import ingest_lines
 from mindtui.knowledge.proposal import TYPES, Source, parse_proposal
 from mindtui.knowledge.writer import Decision, submit
 from mindtui.models.holder import READY, ModelHolder
+from mindtui.service.item_ids import ItemIds
 from mindtui.store import knowledge_store as store
 from mindtui.store.connection import open_database
 from mindtui.store.failures import store_errors
@@ -103,6 +106,31 @@ class KnowledgeDesk:
         self.audience = audience
         self.models = models
 
+    # -- an agent's item numbers -------------------------------------------------------------
+    @cached_property
+    def _ids(self) -> ItemIds | None:
+        """None for the owner (row ids)."""
+        if self.audience is Audience.OWNER:
+            return None
+        with self.pool.connection() as pooled:
+            return ItemIds.of(pooled.conn)
+
+    def told_id(self, item_id: int | None) -> int | None:
+        """The number this audience knows the item by."""
+        return item_id if self._ids is None else self._ids.public(item_id)
+
+    def _row_of(self, told: int) -> int:
+        """The row id of the item the audience names `told` (0, no row, for a number out of range)."""
+        return told if self._ids is None else (self._ids.row(told) or 0)
+
+    def _told(self, views: list[KnowledgeView]) -> list[KnowledgeView]:
+        if self._ids is not None:
+            for view in views:
+                view.item_id, view.superseded_by = self.told_id(view.item_id), self.told_id(view.superseded_by)
+                for entry in view.supersedes + view.superseded_chain:
+                    entry["item_id"] = self.told_id(entry["item_id"])
+        return views
+
     # -- reading ---------------------------------------------------------------------------
     def list(self, about: str | None = None, type_: str | None = None, status: str | None = None,
              current_only: bool = True, limit: int | None = None) -> list[KnowledgeView]:
@@ -114,27 +142,28 @@ class KnowledgeDesk:
             conn = pooled.conn
             about_id = find_note(conn, about).note_id if about else None
             items = store.list_items(conn, about_id, type_, status, current_only and status != store.SUPERSEDED, limit)
-            return views_of(conn, items)
+            return self._told(views_of(conn, items))
 
-    def item(self, item_id: int) -> KnowledgeView:
+    def item(self, told: int) -> KnowledgeView:
         with self.pool.connection() as pooled:
             conn = pooled.conn
+            item_id = self._row_of(told)
             item = store.get_item(conn, item_id)
             if item is None:
-                raise InputError(f"no knowledge item {item_id}")
+                raise InputError(f"no knowledge item {told}")
             back, forward = store.predecessors(conn, item_id), store.successors(conn, item_id)
             view = views_of(conn, [item])[0]
             view.supersedes = [_brief(i) for i in back]
             view.superseded_chain = [_brief(i) for i in forward]
             view.sources = [dict(s.__dict__) for s in store.sources_of(conn, item_id)]
             view.decisions = [d.as_dict() for d in store.decisions_of(conn, [item_id, *(i.item_id for i in back)])]
-        return view
+        return self._told([view])[0]
 
     def for_note(self, name: str) -> list[KnowledgeView]:
         with self.pool.connection() as pooled:
             conn = pooled.conn
             ref = find_note(conn, name)
-            return views_of(conn, store.items_of_note(conn, ref.note_id))
+            return self._told(views_of(conn, store.items_of_note(conn, ref.note_id)))
 
     # -- proposing -------------------------------------------------------------------------
     def _source(self, source) -> Source:
@@ -170,14 +199,16 @@ class KnowledgeDesk:
             raise NotAllowed("only the owner answers for the writer (force)")
         with self._writing(source) as pooled:
             # A proposal that does not validate is logged by the writer as invalid, with its reason.
-            decision = submit(pooled.conn, self.settings, proposal, source, embedder=self.embedder(), force=force)
-            return self._told(decision)
+            decision = submit(pooled.conn, self.settings, proposal, source, embedder=self.embedder(), force=force,
+                              item_row=self._row_of)
+            return self._decision_told(decision)
 
     def ingest(self, lines: Iterable[str], source=None) -> list[dict]:
         source = self._source(source)
         with self._writing(source) as pooled:
-            results = ingest_lines(pooled.conn, self.settings, lines, source, embedder=self.embedder())
-        return [{"line": number, **self._told(decision).as_dict()} for number, decision in results]
+            results = ingest_lines(pooled.conn, self.settings, lines, source, embedder=self.embedder(),
+                                   item_row=self._row_of)
+        return [{"line": number, **self._decision_told(decision).as_dict()} for number, decision in results]
 
     def edit(self, item_id: int, fields: dict) -> Decision:
         """The owner's edit: the item superseded by the edited one (confirmed)."""
@@ -199,17 +230,18 @@ class KnowledgeDesk:
             return submit(pooled.conn, self.settings, parse_proposal({k: v for k, v in data.items() if v is not None}),
                           Source.owner(), embedder=self.embedder(), force="add")
 
-    def _told(self, decision: Decision) -> Decision:
+    def _decision_told(self, decision: Decision) -> Decision:
         """What the audience may be told of a decision. An agent: a fixed text per decision (a
         reason may name notes and items), the validator's message for a proposal that does not
-        validate (it depends on the proposal's own text only), no ids of items it cannot see."""
+        validate (it depends on the proposal's own text only), no ids of items it cannot see, its
+        own numbers for those it sees."""
         if self.audience is Audience.OWNER or decision.own_input:
             return decision
         visible = decision.item_id is not None and self._agent_sees(decision.item_id)
         # No card id: a row id, it counts the owner's cards, and hidden notes decide some of them (a
         # visible note's link to a hidden one is no unresolved_link card), so it moved with them.
         return Decision(decision.decision, AGENT_REASONS.get(decision.decision, decision.decision),
-                        decision.item_id if visible else None, None, own_input=decision.own_input)
+                        self.told_id(decision.item_id) if visible else None, None, own_input=decision.own_input)
 
     def _agent_sees(self, item_id: int) -> bool:
         with self.pool.connection() as pooled:
