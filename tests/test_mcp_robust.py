@@ -286,3 +286,26 @@ def test_protocol_errors_say_what_is_wrong(fixed_db):
     assert named["error"]["code"] == -32602 and "name" in named["error"]["message"]
     assert search_works(server, 4)
     assert server.close()[0] == 0
+
+
+def test_a_request_with_the_id_of_one_in_flight_is_refused(fixed_db):
+    """The first answer (~100 KB, more than the pipe holds) waits unread, so the writer holds it
+    and the next two requests stay in flight: a ping with the id of one of them is refused (its
+    answer could not be told apart), and is served once that answer has come."""
+    server = RawServer(fixed_db, reading=False)
+    server.send(INIT)
+    assert json.loads(server.process.stdout.readline())["id"] == "init"
+    server.send(INITIALIZED)
+    for request_id in (1, 2, 3):
+        server.send(server.tool(request_id, "context_pack", {"query": "SQLite Suche", "budget_tokens": 100_000,
+                                                             "limit": 20}))
+    server.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    server.start_reading()
+    answers = [server.receive() for _ in range(4)]
+    assert sorted(a["id"] for a in answers if "result" in a) == [1, 2, 3]
+    assert all(a["result"]["structuredContent"]["notes"] for a in answers if "result" in a)
+    (refused,) = [a for a in answers if "error" in a]
+    assert refused["id"] == 3 and refused["error"]["code"] == -32600 and "not yet answered" in refused["error"]["message"]
+    assert server.ask({"jsonrpc": "2.0", "id": 3, "method": "ping"}) == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    code, stderr = server.close()
+    assert code == 0 and stderr.count("refused a line") == 1

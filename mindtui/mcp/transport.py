@@ -15,8 +15,10 @@ Here every line gets an answer: a message, or a JSON-RPC error (parse error, inv
 message too large) with the request's id when it has one, and one line on stderr. A line is
 read up to MAX_MESSAGE_BYTES (the rest is skipped unread into memory); lone surrogates become
 U+FFFD, as the SDK does with bytes that are not UTF-8. At stdin's end the requests in flight are
-answered first (at most DRAIN_TIMEOUT_S). With MAX_IN_FLIGHT requests unanswered no further
-line is read until one is (the client's writes then wait: flow control). While serving, fd 0
+answered first (at most DRAIN_TIMEOUT_S). With MAX_IN_FLIGHT requests unanswered a further
+request waits and no line after it is read until one is answered (the client's writes then wait:
+flow control); a notification before it (a cancel) still goes through. A request with the id of
+one in flight is refused: two answers with one id cannot be told apart. While serving, fd 0
 reads /dev/null and fd 1 writes to stderr (as the SDK's transport does), so nothing else in the
 process can corrupt the stream.
 """
@@ -265,16 +267,18 @@ async def stdio_transport(limit: int = MAX_MESSAGE_BYTES) -> AsyncIterator[tuple
     async def write_wire() -> None:
         async with from_server:
             async for message in from_server:
+                # Answered once its answer is on its way out (one more is then held: the one being
+                # written), so the client that has read it may use its id again.
+                if id(message) in refusals:
+                    refusals.discard(id(message))
+                elif isinstance(message.message, (types.JSONRPCResponse, types.JSONRPCError)):
+                    in_flight.done(message.message.id)
                 try:
                     await anyio.to_thread.run_sync(write, message)
                 except OSError as exc:  # the client closed our stdout: nobody reads the answers any more
                     print(f"mindtui mcp: stdout failed ({exc}); ending", file=sys.stderr, flush=True)
                     tg.cancel_scope.cancel()
                     return
-                if id(message) in refusals:
-                    refusals.discard(id(message))
-                elif isinstance(message.message, (types.JSONRPCResponse, types.JSONRPCError)):
-                    in_flight.done(message.message.id)
 
     try:
         async with anyio.create_task_group() as tg:
@@ -292,9 +296,11 @@ async def stdio_transport(limit: int = MAX_MESSAGE_BYTES) -> AsyncIterator[tuple
 
 async def _relay(reader: _LineReader, to_server, in_flight: _InFlight, refuse, limit: int) -> None:
     """Each line to the server as a message, or refused; until stdin's end. With MAX_IN_FLIGHT
-    requests unanswered the next line waits (and so, once the pipe is full, does the client)."""
+    requests unanswered a further request waits, and no line after it is read (once the pipe is
+    full, the client waits too); a notification is passed on at once, so a client that is told
+    nothing can still cancel what it asked. A request whose id is that of one in flight is refused
+    (its answer could not be told from the other's)."""
     while True:
-        await in_flight.at_most(MAX_IN_FLIGHT - 1)
         try:
             line = await reader.receive.receive()
         except anyio.EndOfStream:
@@ -314,6 +320,11 @@ async def _relay(reader: _LineReader, to_server, in_flight: _InFlight, refuse, l
             continue
         match message.message:
             case types.JSONRPCRequest(id=request_id):
+                await in_flight.at_most(MAX_IN_FLIGHT - 1)
+                if in_flight.ids.get(request_id):
+                    await refuse(request_id, types.INVALID_REQUEST,
+                                 f"Invalid Request: id {json.dumps(request_id)[:80]} is that of a request not yet answered")
+                    continue
                 in_flight.add(request_id)
             case types.JSONRPCNotification(method="notifications/cancelled", params={"requestId": rid}):
                 in_flight.done(rid)  # a cancelled request is never answered
