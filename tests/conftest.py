@@ -128,6 +128,10 @@ def query_rows(db_path: Path, sql: str) -> list[tuple]:
         conn.close()
 
 
+# Meta rows that two runs to the same state may hold differently: a count of note writes (how
+# many runs made the state) and the key of an agent's item numbers (drawn for each file).
+NOT_THE_STATE = frozenset({NOTES_GENERATION_KEY, ITEM_KEY})
+
 # Two worlds compared byte for byte (with and without a hidden item) must number an agent's items
 # alike: the key of those numbers is otherwise drawn anew for each database (service.item_ids).
 SHARED_ITEM_KEY = "6d696e647475692d746573742d6b6579"
@@ -162,8 +166,8 @@ def dump_database(db_path: Path) -> dict[str, list[tuple]]:
             columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
             keep = [c for c in columns if c not in VOLATILE_COLUMNS.get(table, set())]
             rows = conn.execute(f"SELECT {', '.join(keep)} FROM {table}").fetchall()
-            if table == "meta":  # a counter of note writes: how many runs made the state, not the state
-                rows = [row for row in rows if row[0] != NOTES_GENERATION_KEY]
+            if table == "meta":
+                rows = [row for row in rows if row[0] not in NOT_THE_STATE]
             out[table] = sorted(rows, key=repr)
         # The full-text rows must line up with the chunks they index.
         out["fts"] = sorted(conn.execute(
