@@ -14,7 +14,6 @@ from mindtui.config import load_settings
 from mindtui.service.item_ids import KEY as ITEM_KEY
 from mindtui.service.item_ids import ItemIds
 from mindtui.store import open_database
-from mindtui.store.visibility import NOTES_GENERATION_KEY
 from mindtui.vault.importer import VaultImporter
 from mindtui.vault.types import load_type_registry
 
@@ -128,9 +127,9 @@ def query_rows(db_path: Path, sql: str) -> list[tuple]:
         conn.close()
 
 
-# Meta rows that two runs to the same state may hold differently: a count of note writes (how
-# many runs made the state) and the key of an agent's item numbers (drawn for each file).
-NOT_THE_STATE = frozenset({NOTES_GENERATION_KEY, ITEM_KEY})
+# Meta rows that two runs to the same state may hold differently: the key of an agent's item
+# numbers (drawn for each file).
+NOT_THE_STATE = frozenset({ITEM_KEY})
 
 # Two worlds compared byte for byte (with and without a hidden item) must number an agent's items
 # alike: the key of those numbers is otherwise drawn anew for each database (service.item_ids).

@@ -43,7 +43,7 @@ from mindtui.store.maintenance import store_bytes
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, VAULT_KEY, data_version, get_meta
 from mindtui.store.migrate import schema_version
 from mindtui.store.pool import ConnectionPool
-from mindtui.store.visibility import notes_generation, visible_note_names
+from mindtui.store.names import is_visible_name
 from mindtui.vault.types import TypeRegistry, load_type_registry
 
 Say = Callable[[str], None]
@@ -100,15 +100,9 @@ class Service:
         learns = self.audience is Audience.OWNER or self.settings.privacy.agent_uses_history
         return cached_engine(pooled, self.settings, learns, lambda: SearchModels(self.models, self.settings, say))
 
-    def _redactor(self, pooled) -> "_Redactor":
+    def _redactor(self) -> "_Redactor":
         """For an agent: text with links to notes it may not see taken out (see service.redact)."""
-        if self.audience is Audience.OWNER:
-            return _Redactor(None)
-        generation = notes_generation(pooled.conn)
-        cached = pooled.cache.get("visible_names")
-        if cached is None or cached[0] != generation:
-            cached = pooled.cache["visible_names"] = (generation, visible_note_names(pooled.conn))
-        return _Redactor(cached[1])
+        return _Redactor(None if self.audience is Audience.OWNER else self._pool)
 
     # -- reading ---------------------------------------------------------------------------
     def search(self, query: str, options: SearchOptions | None = None,
@@ -127,7 +121,7 @@ class Service:
                 cancel: CancelToken | None = None) -> SearchResponse:
         """search() with the results' chunk ids and raw explain, for the service's own use."""
         with self._pool.connection() as pooled, stopping_on(pooled.conn, cancel):
-            clean = self._redactor(pooled)
+            clean = self._redactor()
             response = self._engine(pooled).search(query, options or SearchOptions(), text_filter=clean)
         if cancel is not None:
             cancel.check()  # a stage that gives a notice for a failure may have taken the interrupt
@@ -153,7 +147,7 @@ class Service:
         these after it: a 5 MB note has 10,000)."""
         with self._pool.connection() as pooled:
             chunks = note_store.note_chunks(pooled.conn, find_note(pooled.conn, name).note_id)
-            clean = self._redactor(pooled)
+            clean = self._redactor()
         return self._as_seen(_cleaned_chunks(chunks, clean))
 
     def _as_seen(self, chunks: list) -> list:
@@ -167,7 +161,7 @@ class Service:
             ref = find_note(pooled.conn, name)
             record = note_store.load_note(pooled.conn, ref.note_id)
             vault_root = get_meta(pooled.conn, VAULT_KEY)
-            clean = self._redactor(pooled)
+            clean = self._redactor()
             view = views.note_view(record, lambda: note_store.note_chunks(pooled.conn, ref.note_id), vault_root,
                                    with_chunks, file_if_changed=self.audience is Audience.OWNER)
         view.text = clean(view.text)
@@ -183,7 +177,7 @@ class Service:
         with self._pool.connection() as pooled:
             ref = find_note(pooled.conn, name)
             found = neighbours(pooled.conn, self.settings, ref, self.registry.symmetric_relations, tuple(groups))
-            clean = self._redactor(pooled)
+            clean = self._redactor()
         for entries in found.values():
             for entry in entries:
                 entry.evidence = clean(entry.evidence)
@@ -463,8 +457,7 @@ class Service:
         """For an agent: links to notes it may not see taken out of the items' text."""
         if self.audience is Audience.OWNER:
             return views
-        with self._pool.connection() as pooled:
-            clean = self._redactor(pooled)
+        clean = self._redactor()
         for view in views:
             view.title, view.body, view.quote = clean(view.title), clean(view.body), clean(view.quote)  # None stays
             for entry in view.supersedes + view.superseded_chain:
@@ -480,16 +473,21 @@ class Service:
 
 class _Redactor:
     """Text for the service's audience: unchanged for the owner, links to notes it may not see
-    taken out for an agent (`names`: the names of the notes it sees)."""
+    taken out for an agent (`names`: whether a note it sees bears a name, each looked up once)."""
 
-    def __init__(self, names: frozenset[str] | None) -> None:
-        self.names = names
+    def __init__(self, pool: ConnectionPool | None) -> None:
+        self.names = None if pool is None else functools.cache(lambda key: _visible_name(pool, key))
 
     def __call__(self, text):
         return text if self.names is None else redact(text, self.names)
 
     def value(self, value):
         return value if self.names is None else redact_value(value, self.names)
+
+
+def _visible_name(pool: ConnectionPool, key: str) -> bool:
+    with pool.connection() as pooled:  # the caller's own when it holds one (the pool is per thread)
+        return is_visible_name(pooled.conn, key)
 
 
 def _cleaned_chunks(chunks: list, clean: _Redactor) -> list:

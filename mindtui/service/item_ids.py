@@ -4,7 +4,7 @@ An item's id is its row id: it counts every item ever made, hidden ones too, so 
 sees items 4 and 7 or proposes one and is told 12 after 9 would learn that hidden items exist
 and when the owner made them. An agent is told another number instead: the row id through a
 keyed permutation (a four-round Feistel network over 32 bits: ten digits at most), with a key
-drawn once per database (migration 0022, `meta`). The numbers keep no order and leave no gaps;
+drawn once per database (migration 0021, `meta`). The numbers keep no order and leave no gaps;
 the same item keeps its number. A number it was not told may name an item, as any guess may: a
 hidden item answers it as a number that names none does ("no knowledge item").
 """
@@ -33,7 +33,7 @@ class ItemIds:
     def of(cls, conn: apsw.Connection) -> "ItemIds":
         row = conn.execute("SELECT value FROM main.meta WHERE key = ?", (KEY,)).fetchone()
         if row is None:
-            raise LookupError(f"no {KEY} in meta: the schema is older than migration 0022")
+            raise LookupError(f"no {KEY} in meta: the schema is older than migration 0021")
         return cls(bytes.fromhex(row[0]))
 
     def _f(self, round_: int, half: int) -> int:

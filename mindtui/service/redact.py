@@ -4,7 +4,7 @@ A visible note may link to a private one (`[[Gehaltsgespräch 2027]]`); its name
 private. So is the fact that a private note bears it: a link redacted only when it names a hidden
 note would tell an agent that the note exists, where a link to no note reads as written. So a
 wikilink or markdown link stands only when its target is a name of a note the agent sees (title,
-alias, path or one of its suffixes down to the file name: `store.visibility.visible_note_names`), an
+alias, path or one of its suffixes down to the file name: `store.names.is_visible_name`), an
 attachment (`![[plan.png]]`), a URL or a heading of the note itself (`[[#Ziele]]`); any other
 becomes `[[unavailable note]]`, the same for a hidden note and for none, in the vault with the
 hidden note and without it. A link cut in half at the edge of a window (an evidence sentence)
@@ -17,6 +17,7 @@ note text: text, headings, frontmatter values, snippets (before they are cut), e
 from __future__ import annotations
 
 import re
+from typing import Callable
 from urllib.parse import unquote
 
 from mindtui.text.names import exact_key
@@ -35,19 +36,19 @@ def _key(target: str) -> str:
     return exact_key(target.lstrip("./"))
 
 
-def _stands(target: str, visible: frozenset[str]) -> bool:
+def _stands(target: str, visible: Callable[[str], bool]) -> bool:
     """Whether a link's target may be shown as written: it is a name of a note the reader sees
     (a path ending in its file name alone is not: `[[Privat/Plan]]` names no visible `Projekte/Plan`
     by that path, and may be a hidden note's), an attachment, a URL, or a heading of the linking note."""
     if is_url(target) or is_attachment(target.split("#", 1)[0]):
         return True
     key = _key(target)
-    return not key or key in visible
+    return not key or visible(key)
 
 
-def redact(text: str | None, visible: frozenset[str]) -> str | None:
-    """`text` with every link that does not reach a note in `visible` (the reader's note names)
-    replaced, and links cut at its edges marked."""
+def redact(text: str | None, visible: Callable[[str], bool]) -> str | None:
+    """`text` with every link that does not reach a note `visible` knows (exact_key -> whether a
+    note the reader sees bears that name) replaced, and links cut at its edges marked."""
     if not text or ("[[" not in text and "](" not in text and "]]" not in text):
         return text
     text = _CUT_AT_START.sub(CUT, _CUT_AT_END.sub(CUT, text))
@@ -63,7 +64,7 @@ def redact(text: str | None, visible: frozenset[str]) -> str | None:
     return MARKDOWN_LINK.sub(markdown, WIKILINK.sub(wikilink, text))
 
 
-def redact_value(value, visible: frozenset[str]):
+def redact_value(value, visible: Callable[[str], bool]):
     """Strings anywhere in a JSON-like value (frontmatter), redacted."""
     if isinstance(value, str):
         return redact(value, visible)

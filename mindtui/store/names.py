@@ -77,6 +77,22 @@ def notes_named(conn: apsw.Connection, name: str) -> tuple[str, list[NamedNote]]
     return next(((how, found[how]) for how in WAYS if how in found), ("", []))
 
 
+def is_visible_name(conn: apsw.Connection, key: str) -> bool:
+    """Whether a note the connection's reader sees (`notes`: an agent's view hides the others) is
+    named `key` (an exact_key) by its title, an alias, its vault path or a suffix of the path down
+    to its file name (`sub/note` of `a/sub/note`): what a link may name and still stand in text an
+    agent reads (service.redact). Two index lookups, never a scan."""
+    if conn.execute("SELECT 1 FROM note_names k JOIN notes n ON n.note_id = k.note_id WHERE k.key = ? LIMIT 1",
+                    (key,)).fetchone():
+        return True
+    if "/" not in key:
+        return False
+    return any(path.endswith("/" + key) for (path,) in conn.execute(
+        "SELECT p.key FROM note_names f JOIN notes n ON n.note_id = f.note_id"
+        " JOIN note_names p ON p.note_id = f.note_id AND p.how = 'path' WHERE f.key = ? AND f.how = 'file name'",
+        (key.rpartition("/")[2],)))
+
+
 def alias_owners(conn: apsw.Connection, names: Iterable[str]) -> dict[str, list[NamedNote]]:
     """name -> the notes that carry it as an alias (compared as exact_key, `.md` dropped), for
     each of the names that is an alias."""

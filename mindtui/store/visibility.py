@@ -24,7 +24,7 @@ the day it is written. What an agent connection never sees:
 
 Writes from an agent connection name `main.` tables explicitly (the search log; the knowledge
 writer, which decides an agent's proposals on such a connection so that no rule sees a hidden item).
-Links inside visible text to notes an agent may not see are redacted by the service (`visible_note_names`).
+Links inside visible text to notes an agent may not see are redacted by the service (service.redact).
 """
 
 from __future__ import annotations
@@ -274,21 +274,3 @@ def _note_names(rows) -> set[str]:
         suffixes = ["/".join(parts[i:]) for i in range(len(parts))]
         names.update(exact_key(name) for name in [title, *suffixes, *json.loads(aliases)])
     return names
-
-
-def visible_note_names(conn: apsw.Connection) -> frozenset[str]:
-    """Every name a link could use for a note the connection's reader sees (title, aliases, vault
-    path without `.md` and each of its suffixes down to the file name, compared as `exact_key`):
-    what the service lets stand in links it hands an agent. Other links, to hidden notes and to no
-    note alike, are redacted, so that which of the two a link is tells nothing."""
-    return frozenset(n for n in _note_names(conn.execute("SELECT title, aliases, path FROM notes")) if n)
-
-
-NOTES_GENERATION_KEY = "notes_generation"  # meta; migration 0021 writes and moves it
-
-
-def notes_generation(conn: apsw.Connection) -> int:
-    """Moves whenever a note is added, removed or renamed, or its title, aliases or privacy flags
-    change (migration 0021's triggers): while it stands, visible_note_names stands."""
-    row = conn.execute("SELECT value FROM main.meta WHERE key = ?", (NOTES_GENERATION_KEY,)).fetchone()
-    return int(row[0]) if row else 0
