@@ -27,6 +27,18 @@ def test_printable_escapes_every_control_character_but_line_breaks_and_tabs():
     assert printable("eins\nzwei\r\ndrei\tvier\rfünf") == "eins\nzwei\r\ndrei\tvier\\rfünf"
     assert printable("Übung ä ß “quote” 😀") == "Übung ä ß “quote” 😀"
     assert printable_line("eins\nzwei\t\x1b") == "eins\\nzwei\\t\\x1b"
+    # bidirectional overrides and isolates reorder what follows on screen; marks and joiners stay
+    assert printable("Rechnung\u202efdp.exe \u2066x\u2069") == "Rechnung\\u202efdp.exe \\u2066x\\u2069"
+    assert printable("\u05e9\u05dc\u05d5\u05dd\u200f 👩\u200d💻") == "\u05e9\u05dc\u05d5\u05dd\u200f 👩\u200d💻"
+
+
+def test_a_name_that_reverses_itself_on_screen_is_printed_as_stored(vault, db_path, capsys):
+    vault.write("Rechnung\u202efdp.exe.md", "Eine Rechnung.\n")
+    assert main(["index", str(vault.root), "--db", str(db_path)]) == 0
+    capsys.readouterr()
+    assert main(["search", "Rechnung", "--db", str(db_path), "--mode", "fts"]) == 0
+    out = capsys.readouterr().out
+    assert "\u202e" not in out and "(Rechnung\\u202efdp.exe.md)" in out
 
 
 @pytest.fixture
