@@ -120,6 +120,22 @@ def test_neighbours_and_their_evidence(privacy_vault):
             agent.neighbours("Geheim")
 
 
+def test_found_together_pairs_are_the_owners_search_history(privacy_vault):
+    """The pairs the owner's searches taught are the owner's, as the searches are: an agent gets
+    them only with privacy.agent_uses_history, and then those between notes it sees."""
+    settings, holder, *_ = privacy_vault
+    owner, agent = services(privacy_vault)
+    allowed = Service(settings.with_values({"privacy": {"agent_uses_history": True}}), audience=Audience.AGENT,
+                      models=holder)
+    with owner, agent, allowed:
+        mine = {n.path for n in owner.neighbours("Offen").groups["search"]}
+        assert mine - HIDDEN and mine & HIDDEN  # the searches paired Offen with visible and hidden notes
+        assert agent.neighbours("Offen").groups["search"] == [] and agent.graph_stats()["counts"]["search_pairs"] == 0
+        theirs = {n.path for n in allowed.neighbours("Offen").groups["search"]}
+        assert theirs == mine - HIDDEN
+        assert 0 < allowed.graph_stats()["counts"]["search_pairs"] < owner.graph_stats()["counts"]["search_pairs"]
+
+
 def test_note_text(privacy_vault):
     owner, agent = services(privacy_vault)
     with owner, agent:

@@ -63,6 +63,7 @@ class Service:
         self._pool = ConnectionPool(self.db_path, audience=self.audience,
                                     busy_timeout_ms=settings.database.busy_timeout_ms,
                                     private_paths=settings.privacy.private_paths,
+                                    agent_history=settings.privacy.agent_uses_history,
                                     read_only=settings.database.read_only)
         self._registry: TypeRegistry | None = None
         self._registry_lock = threading.Lock()

@@ -73,11 +73,13 @@ def open_database(
     readonly: bool = False,
     audience: Audience = Audience.OWNER,
     private_paths: tuple[str, ...] = (),
+    agent_history: bool = False,
 ) -> apsw.Connection:
     """Open (and by default create and migrate) the mindtui store at `path`.
 
     `audience` agent: the connection sees only what an agent may (TEMP views, see `visibility`;
-    `private_paths` are hidden from it too, whatever the import stored), and never migrates: an
+    `private_paths` are hidden from it too, whatever the import stored; what the owner's searches
+    taught it reads only with `agent_history`, privacy.agent_uses_history), and never migrates: an
     out-of-date file is refused (DatabaseOutdatedError). Jobs and the owner read everything.
 
     A file this process cannot write (permissions, a read-only mount) is opened read-only, as
@@ -113,7 +115,7 @@ def open_database(
         raise failure from exc
     from mindtui.store.visibility import restrict
 
-    restrict(conn, audience, private_paths)
+    restrict(conn, audience, private_paths, agent_history)
     return conn
 
 

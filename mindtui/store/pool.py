@@ -48,11 +48,12 @@ class _Held:
 
 class ConnectionPool:
     def __init__(self, path: Path, *, audience: Audience, busy_timeout_ms: int,
-                 private_paths: tuple[str, ...] = (), read_only: bool = False,
+                 private_paths: tuple[str, ...] = (), agent_history: bool = False, read_only: bool = False,
                  max_connections: int = MAX_CONNECTIONS) -> None:
         self.path = Path(path)
         self.audience = audience
         self.private_paths = tuple(private_paths)
+        self.agent_history = agent_history
         self.busy_timeout_ms = busy_timeout_ms
         self.read_only = read_only
         self.max_connections = max_connections
@@ -67,7 +68,8 @@ class ConnectionPool:
         if not self.path.exists():
             raise DatabaseError(f"{self.path}: no such database (run `mindtui index VAULT --db {self.path}` first)")
         return PooledConnection(open_database(self.path, busy_timeout_ms=self.busy_timeout_ms, readonly=self.read_only,
-                                              audience=self.audience, private_paths=self.private_paths))
+                                              audience=self.audience, private_paths=self.private_paths,
+                                              agent_history=self.agent_history))
 
     def _take(self) -> PooledConnection:
         deadline = time.monotonic() + self.busy_timeout_ms / 1000

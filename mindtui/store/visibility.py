@@ -112,7 +112,7 @@ def _columns(conn: apsw.Connection, table: str, alias: str, replaced: dict[str, 
                      for name in (row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")))
 
 
-def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[str]:
+def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...], history: bool) -> list[str]:
     visible_note = _agent_visible(private_paths)
 
     def _visible(column: str) -> str:
@@ -215,8 +215,9 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
         " AND NOT (e.signal = 'change' AND e.owner_note_id IS NULL) AND "
         + _hidden_any("e.source_id", "e.target_id", "e.owner_note_id")
         + f" AND NOT EXISTS (SELECT 1 FROM added a WHERE {same_key}) UNION ALL SELECT * FROM added",
+        # Found together in the owner's searches: their history, an agent's only when it may use it.
         "CREATE TEMP VIEW search_pairs AS SELECT p.* FROM main.search_pairs p WHERE "
-        f"{_visible('p.note_a')} AND {_visible('p.note_b')}",
+        + (f"{_visible('p.note_a')} AND {_visible('p.note_b')}" if history else "0"),
         "CREATE TEMP VIEW search_log AS SELECT s.* FROM main.search_log s WHERE s.audience = 'agent'",
         # What the owner opened after a search is the owner's (usage memory reads main rows itself).
         "CREATE TEMP VIEW search_opens AS SELECT o.* FROM main.search_opens o WHERE 0",
@@ -242,9 +243,12 @@ def _agent_views(conn: apsw.Connection, private_paths: tuple[str, ...]) -> list[
     ]
 
 
-def restrict(conn: apsw.Connection, audience: Audience, private_paths: tuple[str, ...] = ()) -> None:
+def restrict(conn: apsw.Connection, audience: Audience, private_paths: tuple[str, ...] = (),
+             history: bool = False) -> None:
     """Make `conn` read as `audience` sees the store (owner: everything). `private_paths`: the
-    reader's privacy.private_paths, hidden whatever the stored flags say."""
+    reader's privacy.private_paths, hidden whatever the stored flags say. `history`
+    (privacy.agent_uses_history): an agent reads the found-together pairs the owner's searches
+    taught; without it they are the owner's, as the searches are."""
     if audience is Audience.OWNER:
         return
     if audience is not Audience.AGENT:
@@ -253,7 +257,7 @@ def restrict(conn: apsw.Connection, audience: Audience, private_paths: tuple[str
     conn.create_scalar_function(PRIVATE_PATH_FUNCTION,
                                 lambda path: int(bool(patterns) and excluded_by(path, patterns) is not None),
                                 1, deterministic=True)
-    for statement in _agent_views(conn, patterns):
+    for statement in _agent_views(conn, patterns, history):
         conn.execute(statement)
     from mindtui.store import visible_rank  # it reads this module's rule: imported once both exist
 
