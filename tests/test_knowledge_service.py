@@ -150,6 +150,7 @@ def test_an_agent_knows_items_by_numbers_that_count_nothing(owner, settings, tmp
         for hidden in (made[0].item_id, agents_number(made[0].item_id, settings.db_path)):
             with pytest.raises(InputError, match=f"no knowledge item {hidden}$"):
                 agent.knowledge_item(hidden)
+    assert owner.knowledge_item(numbers[0]).item_id == shown[0]  # the owner may quote an agent's number
     other = open_database(tmp_path / "other.db")  # another database draws another key
     try:
         assert ItemIds.of(other).public(shown[0]) != numbers[0]

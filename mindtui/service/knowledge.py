@@ -123,6 +123,13 @@ class KnowledgeDesk:
         """The row id of the item the audience names `told` (0, no row, for a number out of range)."""
         return told if self._ids is None else (self._ids.row(told) or 0)
 
+    def _owner_row_of(self, conn, told: int) -> int:
+        """The owner names an item by its row id, or by the number an agent was told (an agent's
+        message quotes those: `knowledge show` finds the item by either)."""
+        if self._ids is not None or store.get_item(conn, told) is not None:
+            return self._row_of(told)
+        return ItemIds.of(conn).row(told) or 0
+
     def _told(self, views: list[KnowledgeView]) -> list[KnowledgeView]:
         if self._ids is not None:
             for view in views:
@@ -147,7 +154,7 @@ class KnowledgeDesk:
     def item(self, told: int) -> KnowledgeView:
         with self.pool.connection() as pooled:
             conn = pooled.conn
-            item_id = self._row_of(told)
+            item_id = self._owner_row_of(conn, told)
             item = store.get_item(conn, item_id)
             if item is None:
                 raise InputError(f"no knowledge item {told}")
