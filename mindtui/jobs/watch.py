@@ -20,6 +20,7 @@ that finds the watcher holding it waits for it (see jobs.lock). Nothing here imp
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -202,11 +203,37 @@ class VaultWatcher:
         finally:
             self.ended.set()
 
+    def _vault_folder(self) -> tuple[int, int] | None:
+        """Which folder the vault path names now (device, inode); None while it is not a folder."""
+        try:
+            info = os.stat(self.filter.root)
+        except OSError:
+            return None
+        return (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
+
+    def _await_vault(self) -> tuple[int, int] | None:
+        """The vault folder, once there is one (None when stopped first): a vault moved away,
+        deleted or unmounted is said once and looked for every retry_s; when it is back, a run
+        catches up with whatever it holds."""
+        folder = self._vault_folder()
+        if folder is not None:
+            return folder
+        self.on_change(VaultChange("failed", frozenset(), f"the vault folder {self.vault} is gone "
+                                                          f"(moved, deleted or unmounted); waiting for it to come back"))
+        while (folder := self._vault_folder()) is None:
+            if self._stop.wait(self.retry_s):
+                return None
+        self.notice([CATCH_UP])
+        return folder
+
     def _follow(self) -> None:
         import watchfiles
 
         polling = self.polling
         while not self._stop.is_set():
+            folder = self._await_vault()
+            if folder is None:
+                return
             how = "polling" if polling else "file system events"
             self.on_change(VaultChange("watching", frozenset(), f"watching {self.vault} ({how})"))
             try:
@@ -219,8 +246,16 @@ class VaultWatcher:
                         self._ready.set()
                         getattr(self.runner, "prepare", lambda: None)()
                     self.notice(rel for _, path in changes if (rel := self.filter.relative(path)))
-                return
+                    if self._vault_folder() != folder:
+                        # Moved away, deleted, or replaced by a new folder of that name (a sync tool,
+                        # a restore): kernel events follow the old folder, so watch the path again.
+                        self.notice([CATCH_UP])
+                        break
+                else:
+                    return
             except (OSError, RuntimeError) as exc:  # e.g. the inotify watch limit, a vanished vault
+                if self._vault_folder() != folder and not self._stop.is_set():
+                    continue  # the vault went away under the watch: wait for it, as above
                 if polling or self._stop.is_set():
                     self.on_change(VaultChange("failed", frozenset(), f"the vault is not watched any more: {exc}"))
                     return
@@ -235,6 +270,9 @@ class VaultWatcher:
                     self._cond.wait(max(0.0, self._due - time.monotonic()) if self._pending or self._more else None)
                 if self._stop.is_set():
                     return
+                if not self.vault.is_dir():  # gone for now (the watch says so): nothing to import from
+                    self._due = time.monotonic() + self.retry_s
+                    continue
                 batch, self._pending, self._more = frozenset(self._pending), set(), False
                 self._running = True
                 self.runs += 1

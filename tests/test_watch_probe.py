@@ -1,0 +1,44 @@
+"""The live vault against what real vaults, editors and sync tools do: the vault folder replaced
+or deleted under the watch, files that never stop changing, a reader of `mindtui watch` that goes
+away. A real watcher (watchfiles) and real job children over a scratch vault and SQLite file;
+waits poll conditions (see test_watch.wait_until)."""
+
+from __future__ import annotations
+
+import shutil
+
+from test_watch import fts_paths, live, start_watching, wait_until, watch_runs  # noqa: F401 (fixture)
+
+
+def test_a_vault_folder_replaced_under_the_watch_is_watched_again(live):
+    """A sync tool or a restore moves the vault away and puts a new folder in its place: kernel
+    events followed the old folder, so nothing written to the new one was ever imported."""
+    vault, service, events = live
+    watcher = start_watching(service, vault, events)
+    try:
+        vault.root.rename(vault.root.with_name("vault-old"))
+        vault.write("Alpha.md", "# Alpha\n\nThe first note talks about otters.\n")
+        vault.write("Restored.md", "# Restored\n\nbrought back by the sync: narwhals\n")
+        wait_until(lambda: fts_paths(service, "narwhals") == ["Restored.md"], "the new folder's catch-up")
+        vault.write("Later.md", "# Later\n\nwritten into the new folder: axolotls\n")
+        wait_until(lambda: fts_paths(service, "axolotls") == ["Later.md"], "a change in the new folder")
+    finally:
+        watcher.stop()
+
+
+def test_a_deleted_vault_is_waited_for_without_failing_runs(live):
+    vault, service, events = live
+    watcher = start_watching(service, vault, events)
+    try:
+        shutil.rmtree(vault.root)
+        wait_until(lambda: any("is gone" in e.detail for e in events), "the vault said gone")
+        vault.write("Alpha.md", "# Alpha\n\nThe first note talks about otters.\n")
+        vault.write("Folder/Beta.md", "# Beta\n\nThe second note talks about herons.\n")
+        vault.write("Back.md", "# Back\n\nthe vault is back: manatees\n")
+        wait_until(lambda: fts_paths(service, "manatees") == ["Back.md"], "the catch-up once it is back")
+        wait_until(lambda: watcher.idle, "the watcher idle")
+    finally:
+        watcher.stop()
+    assert [e.detail for e in events if e.kind == "failed" and "is gone" not in e.detail] == []
+    assert all(run["status"] == "ok" for run in watch_runs(service)), watch_runs(service)
+    assert fts_paths(service, "otters") == ["Alpha.md"]  # nothing was deleted while it was away
