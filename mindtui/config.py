@@ -169,6 +169,7 @@ class KnowledgeSettings:
 @dataclass(frozen=True)
 class WatchSettings:
     quiet_s: float = setting(above=0.0, high=60.0)
+    max_wait_s: float = setting(above=0.0)
     polling: str = setting(choices=("auto", "always", "never"))
     poll_interval_ms: int = setting(low=50)
     embed: bool = setting()

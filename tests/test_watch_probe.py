@@ -5,7 +5,9 @@ waits poll conditions (see test_watch.wait_until)."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
+import threading
 
 from test_watch import fts_paths, live, start_watching, wait_until, watch_runs  # noqa: F401 (fixture)
 
@@ -42,3 +44,30 @@ def test_a_deleted_vault_is_waited_for_without_failing_runs(live):
     assert [e.detail for e in events if e.kind == "failed" and "is gone" not in e.detail] == []
     assert all(run["status"] == "ok" for run in watch_runs(service)), watch_runs(service)
     assert fts_paths(service, "otters") == ["Alpha.md"]  # nothing was deleted while it was away
+
+
+def test_a_note_written_over_and_over_does_not_hold_back_the_other_changes(live):
+    """A log note or a plugin's counter written again as soon as the last write was seen: the quiet
+    time never came, so no other change was imported while it went on."""
+    vault, service, events = live
+    service.settings = service.settings.with_values({"watch": {"max_wait_s": 1.0}})
+    watcher = start_watching(service, vault, events)
+    done = threading.Event()
+
+    def log_writer() -> None:
+        for line in itertools.count():
+            if done.is_set():
+                return
+            vault.write("Log.md", f"# Log\n\nentry {line}\n")
+            wait_until(lambda: "Log.md" in watcher._pending or done.is_set(), "the log write seen")
+
+    writer = threading.Thread(target=log_writer)
+    writer.start()
+    try:
+        wait_until(lambda: "Log.md" in watcher._pending, "the log being written")
+        vault.write("Gamma.md", "# Gamma\n\nA new note about pangolins.\n")
+        wait_until(lambda: fts_paths(service, "pangolins") == ["Gamma.md"], "the note next to the log")
+    finally:
+        done.set()
+        writer.join()
+        watcher.stop()

@@ -127,6 +127,7 @@ class VaultWatcher:
         self.runner = runner
         self.on_change = on_change or (lambda change: None)
         self.quiet_s = settings.watch.quiet_s
+        self.max_wait_s = settings.watch.max_wait_s
         self.retry_s = settings.watch.retry_s
         self.filter = NoteFilter(self.vault, settings.import_.exclude)
         if force_polling is None:
@@ -137,6 +138,7 @@ class VaultWatcher:
         self._cond = threading.Condition()
         self._pending: set[str] = {CATCH_UP} if catch_up else set()
         self._due = time.monotonic()  # the pending changes are imported from this time on
+        self._since = self._due  # when the oldest pending change came: the wait ends max_wait_s after it
         self._running = False
         self._more = False  # the last run left work: the next one follows without a change
         self._failures = 0  # failed runs in a row: each doubles the wait before the next try
@@ -185,13 +187,17 @@ class VaultWatcher:
 
     # -- changes ---------------------------------------------------------------------------
     def notice(self, paths: Iterable[str]) -> None:
-        """Vault-relative paths that changed: imported once no change has come for quiet_s."""
+        """Vault-relative paths that changed: imported once no change has come for quiet_s, or
+        max_wait_s after the first of them, whichever comes first."""
         paths = set(paths)
         if not paths:
             return
         with self._cond:
+            now = time.monotonic()
+            if not self._pending:
+                self._since = now
             self._pending |= paths
-            self._due = max(self._due, time.monotonic() + self.quiet_s)
+            self._due = max(self._due, min(now + self.quiet_s, self._since + self.max_wait_s))
             self._cond.notify_all()
 
     def _watch(self) -> None:
