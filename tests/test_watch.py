@@ -146,6 +146,7 @@ def test_a_job_waits_for_the_watchers_import_and_the_watcher_never_waits(db_path
 
 
 def test_the_filter_keeps_notes_and_folders_only(tmp_path):
+    (tmp_path / "Folder").mkdir()
     notes = NoteFilter(tmp_path, ["Templates/**"])
     assert notes.relative(str(tmp_path / "A.md")) == "A.md"
     assert notes.relative(str(tmp_path / "Folder")) == "Folder"  # a moved folder moves its notes

@@ -71,3 +71,25 @@ def test_a_note_written_over_and_over_does_not_hold_back_the_other_changes(live)
         done.set()
         writer.join()
         watcher.stop()
+
+
+def test_folders_are_told_from_files_by_what_is_on_disk_not_by_a_dot_in_the_name(live):
+    """A folder named "v1.2" renamed, or moved to Obsidian's .trash, was taken for an attachment and
+    ignored (its notes kept their old paths); a file without an extension (vim's `4913` probe, a
+    `LOG`) was taken for a folder and made a run of its own."""
+    vault, service, events = live
+    vault.write("Release v1.2/Plan.md", "# Plan\n\nthe release plan mentions lemurs\n")
+    vault.write("Dr. Smith/Visit.md", "# Visit\n\nthe visit mentions tapirs\n")
+    assert service.run_job("index", steps=["import"], vault=vault.root).ok
+    watcher = start_watching(service, vault, events)
+    try:
+        vault.rename("Release v1.2", "Release v1.3")
+        wait_until(lambda: fts_paths(service, "lemurs") == ["Release v1.3/Plan.md"], "the dotted folder renamed")
+        vault.rename("Dr. Smith", ".trash/Dr. Smith")  # how Obsidian deletes a folder
+        wait_until(lambda: fts_paths(service, "tapirs") == [], "the dotted folder trashed")
+        vault.write("LOG", "a tool's log, not a note\n")
+        vault.write("Gamma.md", "# Gamma\n\nA new note about pangolins.\n")
+        wait_until(lambda: fts_paths(service, "pangolins") == ["Gamma.md"], "the new note")
+    finally:
+        watcher.stop()
+    assert all("LOG" not in e.paths for e in events if e.kind == "imported"), events

@@ -91,11 +91,24 @@ def on_network_file_system(path: Path, mounts: Path = Path("/proc/mounts")) -> b
 
 class NoteFilter:
     """Which file system paths concern the index: .md files (and folders, whose move or deletion
-    moves or deletes notes) outside dot folders and outside import.exclude."""
+    moves or deletes notes) outside dot folders and outside import.exclude.
+
+    A folder is told from a file by what is on disk, not by its name ("v1.2", "Dr. Smith" are
+    folders, `LOG` or vim's `4913` probe are not); one moved away or deleted is known from
+    remember_folders() and the folders seen since."""
 
     def __init__(self, vault: Path, exclude: Iterable[str]) -> None:
         self.root = os.path.abspath(vault)  # not resolved: the watcher reports paths under the one it was given
         self.exclude = list(exclude)
+        self.folders: set[str] = set()  # vault-relative folders seen (only the watch thread adds to it)
+
+    def remember_folders(self, under: str = "") -> None:
+        """Note the folders under `under` (vault-relative; the whole vault by default)."""
+        top = os.path.join(self.root, under)
+        for current, names, _ in os.walk(top):
+            names[:] = [name for name in names if not name.startswith(".")]
+            rel = os.path.relpath(current, self.root).replace(os.sep, "/")
+            self.folders.update(name if rel == "." else f"{rel}/{name}" for name in names)
 
     def relative(self, path: str) -> str | None:
         """The vault-relative path of a change that concerns the index, else None."""
@@ -103,12 +116,15 @@ class NoteFilter:
         parts = rel.split("/")
         if rel == "." or parts[0] == ".." or any(part.startswith(".") for part in parts):
             return None
-        name = parts[-1]
-        if "." in name and not name.lower().endswith(".md"):
-            return None  # an attachment, a temporary file of an editor
         if excluded_by(rel, self.exclude) is not None:
             return None
-        return rel
+        if parts[-1].lower().endswith(".md") or rel in self.folders:
+            return rel
+        if os.path.isdir(path):  # made or moved in: so are the folders inside it
+            self.folders.add(rel)
+            self.remember_folders(rel)
+            return rel
+        return None  # an attachment, a temporary file of an editor, a log
 
     def __call__(self, change, path: str) -> bool:  # watchfiles' watch_filter
         return self.relative(path) is not None
@@ -240,6 +256,7 @@ class VaultWatcher:
             folder = self._await_vault()
             if folder is None:
                 return
+            self.filter.remember_folders()
             how = "polling" if polling else "file system events"
             self.on_change(VaultChange("watching", frozenset(), f"watching {self.vault} ({how})"))
             try:
