@@ -288,6 +288,7 @@ def _watch(args, service: Service) -> int:
     from mindtui.cli_text import watch_line
 
     stopped: list[int] = []
+    closed: list[BrokenPipeError] = []
     wake = threading.Event()
 
     def handler(signum, frame):
@@ -297,7 +298,11 @@ def _watch(args, service: Service) -> int:
     def on_change(change) -> None:
         line, is_result = watch_line(change, args.json)
         if is_result:
-            print(line, flush=True)
+            try:
+                print(line, flush=True)
+            except BrokenPipeError as exc:  # the reader went away (`| head -1`): stop, not a failed import
+                closed.append(exc)
+                wake.set()
         elif not args.quiet:
             to_stderr(line)
 
@@ -314,6 +319,8 @@ def _watch(args, service: Service) -> int:
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
+    if closed and not stopped:
+        raise closed[0]  # main() ends quietly, as for any command piped into head
     return EXIT_INTERRUPTED if stopped and stopped[0] == signal.SIGINT else EXIT_OK
 
 

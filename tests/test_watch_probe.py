@@ -6,10 +6,13 @@ waits poll conditions (see test_watch.wait_until)."""
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
+import subprocess
+import sys
 import threading
 
-from test_watch import fts_paths, live, start_watching, wait_until, watch_runs  # noqa: F401 (fixture)
+from test_watch import WAIT_S, fts_paths, live, start_watching, wait_until, watch_runs  # noqa: F401 (fixture)
 
 
 def test_a_vault_folder_replaced_under_the_watch_is_watched_again(live):
@@ -93,3 +96,25 @@ def test_folders_are_told_from_files_by_what_is_on_disk_not_by_a_dot_in_the_name
     finally:
         watcher.stop()
     assert all("LOG" not in e.paths for e in events if e.kind == "imported"), events
+
+
+def test_mindtui_watch_ends_quietly_when_its_reader_goes_away(vault, db_path):
+    """`mindtui watch --json | head -1`: the next line found the pipe closed, which was taken for a
+    failed import; the run was tried again and again, and the watch never ended."""
+    vault.write("Alpha.md", "# Alpha\n\nabout otters\n")
+    env = {**os.environ, "MINDTUI_WATCH__EMBED": "false", "MINDTUI_WATCH__QUIET_S": "0.3"}
+    process = subprocess.Popen([sys.executable, "-m", "mindtui", "watch", "--vault", str(vault.root), "--db",
+                                str(db_path), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env)
+    try:
+        assert '"event": "imported"' in process.stdout.readline()  # what `head -1` reads, then it exits
+        process.stdout.close()
+        vault.write("Beta.md", "# Beta\n\nabout herons\n")
+        wait_until(lambda: process.poll() is not None, "the watch to end")
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(WAIT_S)
+    stderr = process.stderr.read()
+    assert process.returncode == 0, stderr
+    assert "could not run" not in stderr and "Traceback" not in stderr, stderr
