@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 
+import pytest
 from test_watch import WAIT_S, fts_paths, live, start_watching, wait_until, watch_runs  # noqa: F401 (fixture)
 
 
@@ -118,3 +119,24 @@ def test_mindtui_watch_ends_quietly_when_its_reader_goes_away(vault, db_path):
     stderr = process.stderr.read()
     assert process.returncode == 0, stderr
     assert "could not run" not in stderr and "Traceback" not in stderr, stderr
+
+
+@pytest.mark.parametrize("polling", [False, True])
+def test_a_file_name_that_is_not_utf8_does_not_end_the_watch(live, polling):
+    """A change to such a file (an old zip, a Samba share; the import skips it with a warning) made
+    watchfiles raise: kernel events fell back to polling, and polling gave up: nothing was watched."""
+    vault, service, events = live
+    service.settings = service.settings.with_values({"watch": {"poll_interval_ms": 100}})
+    watcher = start_watching(service, vault, events, force_polling=polling)
+    try:
+        odd = os.path.join(os.fsencode(vault.root), b"caf\xe9.md")
+        with open(odd, "wb") as handle:
+            handle.write(b"# Cafe\n\nits name is Latin-1\n")
+        wait_until(lambda: any("Unable to decode" in e.detail for e in events), "the change seen")
+        vault.write("Gamma.md", "# Gamma\n\nA new note about pangolins.\n")
+        wait_until(lambda: fts_paths(service, "pangolins") == ["Gamma.md"], "a change after it")
+    finally:
+        watcher.stop()
+    assert [e.detail for e in events if e.kind == "watching"] == [
+        f"watching {vault.root} ({'polling' if polling else 'file system events'})"]  # the same watch, not a fallback
+    assert any("not UTF-8 and is not imported, rename it" in e.detail for e in events)

@@ -36,6 +36,7 @@ NETWORK_FILE_SYSTEMS = frozenset({
     "fuse.sshfs", "fuse.rclone", "fuse.s3fs", "fuse.davfs2", "davfs", "fuse.glusterfs"})
 CATCH_UP = "."  # the pending "path" of the first run: whatever changed while nothing watched
 _STEP_MS = 50  # watchfiles yields once no new change came for this long
+UNDECODABLE = "Unable to decode path"  # watchfiles' error for a file name that is not UTF-8
 
 
 @dataclass
@@ -245,6 +246,7 @@ class VaultWatcher:
         while (folder := self._vault_folder()) is None:
             if self._stop.wait(self.retry_s):
                 return None
+        self.on_change(VaultChange("watching", frozenset(), f"the vault folder {self.vault} is back"))
         self.notice([CATCH_UP])
         return folder
 
@@ -252,13 +254,17 @@ class VaultWatcher:
         import watchfiles
 
         polling = self.polling
+        undecodable: set[str] = set()  # said once each
+        said = ""  # how the last `watching` said it watches
         while not self._stop.is_set():
             folder = self._await_vault()
             if folder is None:
                 return
             self.filter.remember_folders()
             how = "polling" if polling else "file system events"
-            self.on_change(VaultChange("watching", frozenset(), f"watching {self.vault} ({how})"))
+            if how != said:  # a watch started again the same way says nothing new
+                said = how
+                self.on_change(VaultChange("watching", frozenset(), f"watching {self.vault} ({how})"))
             try:
                 for changes in watchfiles.watch(
                         self.filter.root, watch_filter=self.filter, step=_STEP_MS, stop_event=self._stop,
@@ -272,6 +278,8 @@ class VaultWatcher:
                     if self._vault_folder() != folder:
                         # Moved away, deleted, or replaced by a new folder of that name (a sync tool,
                         # a restore): kernel events follow the old folder, so watch the path again.
+                        self.on_change(VaultChange("watching", frozenset(), f"the vault folder {self.vault} "
+                                                                            f"was replaced: watching the new one"))
                         self.notice([CATCH_UP])
                         break
                 else:
@@ -279,6 +287,16 @@ class VaultWatcher:
             except (OSError, RuntimeError) as exc:  # e.g. the inotify watch limit, a vanished vault
                 if self._vault_folder() != folder and not self._stop.is_set():
                     continue  # the vault went away under the watch: wait for it, as above
+                if UNDECODABLE in str(exc) and not self._stop.is_set():
+                    # A change to a file whose name is not UTF-8 (the import skips it with a
+                    # warning) ends watchfiles' watch, polling's too: lost are that change's
+                    # neighbours, not the watch. Watch again the same way and catch up.
+                    if str(exc) not in undecodable:
+                        undecodable.add(str(exc))
+                        self.on_change(VaultChange("failed", frozenset(), f"a file name is not UTF-8 and is not "
+                                                                          f"imported, rename it ({exc})"))
+                    self.notice([CATCH_UP])
+                    continue
                 if polling or self._stop.is_set():
                     self.on_change(VaultChange("failed", frozenset(), f"the vault is not watched any more: {exc}"))
                     return
