@@ -136,6 +136,7 @@ class PrivacySettings:
 class RetentionSettings:
     search_log_days: int = setting(low=0)
     job_runs_days: int = setting(low=0)
+    watch_runs: int = setting(low=0)
 
 
 @dataclass(frozen=True)

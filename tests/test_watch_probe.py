@@ -15,6 +15,11 @@ import threading
 import pytest
 from test_watch import WAIT_S, fts_paths, live, start_watching, wait_until, watch_runs  # noqa: F401 (fixture)
 
+from mindtui.config import load_settings
+from mindtui.jobs.runner import run_job
+from mindtui.store import open_database
+from mindtui.store.jobs import recent_batches
+
 
 def test_a_vault_folder_replaced_under_the_watch_is_watched_again(live):
     """A sync tool or a restore moves the vault away and puts a new folder in its place: kernel
@@ -140,3 +145,20 @@ def test_a_file_name_that_is_not_utf8_does_not_end_the_watch(live, polling):
     assert [e.detail for e in events if e.kind == "watching"] == [
         f"watching {vault.root} ({'polling' if polling else 'file system events'})"]  # the same watch, not a fallback
     assert any("not UTF-8 and is not imported, rename it" in e.detail for e in events)
+
+
+def test_the_job_history_keeps_the_last_watch_runs_only(vault, db_path):
+    """A run per burst of edits (an autosave every 2 s while typing, a log note every max_wait_s),
+    each ~1.3 KB of report per step, was kept for retention.job_runs_days (365): gigabytes a year."""
+    vault.write("Alpha.md", "# Alpha\n")
+    settings = load_settings().with_values({"retention": {"watch_runs": 3}})
+    assert run_job("index", settings, db_path=db_path, vault=vault.root, steps=["import"]).ok
+    for number in range(5):
+        vault.write("Alpha.md", f"# Alpha\n\nedit {number}\n")
+        assert run_job("watch", settings, db_path=db_path, vault=vault.root, steps=["import"]).ok
+    conn = open_database(db_path)
+    try:
+        jobs = [batch[0].job for batch in recent_batches(conn, 100)]
+    finally:
+        conn.close()
+    assert jobs == ["watch"] * 3 + ["index"], jobs  # the newest first; other jobs' history is not touched

@@ -392,6 +392,8 @@ def _run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
             job_store.mark_interrupted(conn)
             if settings.retention.job_runs_days:
                 job_store.prune_runs(conn, _days_ago(settings.retention.job_runs_days))
+            if job == WATCH_JOB and settings.retention.watch_runs:  # a run per burst of edits, for a year
+                job_store.prune_batches(conn, WATCH_JOB, settings.retention.watch_runs - 1)  # this one makes the count
             hooks.job_started(job, result.batch_id, names)
             for name in names:
                 if cancel.cancelled:  # heard after the last step's final check: the rest is left out

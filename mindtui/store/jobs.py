@@ -76,6 +76,17 @@ def prune_runs(conn: apsw.Connection, before: str) -> int:
         return conn.changes()
 
 
+def prune_batches(conn: apsw.Connection, job: str, keep: int) -> int:
+    """Forget the finished runs of `job` but its last `keep` invocations."""
+    with conn:
+        conn.execute(
+            "DELETE FROM job_runs WHERE job = ? AND status != 'running' AND batch_id NOT IN"
+            " (SELECT batch_id FROM job_runs WHERE job = ? GROUP BY batch_id ORDER BY max(run_id) DESC LIMIT ?)",
+            (job, job, keep),
+        )
+        return conn.changes()
+
+
 def recent_runs(conn: apsw.Connection, limit: int = 50) -> list[JobRun]:
     rows = conn.execute(
         "SELECT run_id, batch_id, job, step, status, started_at, ended_at, report, error"
