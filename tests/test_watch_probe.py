@@ -162,3 +162,29 @@ def test_the_job_history_keeps_the_last_watch_runs_only(vault, db_path):
     finally:
         conn.close()
     assert jobs == ["watch"] * 3 + ["index"], jobs  # the newest first; other jobs' history is not touched
+
+
+def test_a_refused_mass_deletion_is_said_once_and_the_next_changes_come_at_once(live):
+    """Deleting a big folder (more than import.max_delete_fraction of the notes) is refused until the
+    user says so; the watcher took the refusal for a failure that may pass: it ran the import again
+    and again, each try waiting twice as long (up to 64 x watch.retry_s, 5 min), and every later
+    edit waited that long too."""
+    vault, service, events = live
+    for number in range(8):
+        vault.write(f"Archive/Old {number}.md", f"# Old {number}\n\nan archived note about dodos\n")
+    assert service.run_job("index", steps=["import"], vault=vault.root).ok
+    watcher = start_watching(service, vault, events)
+    try:
+        vault.rename("Archive", ".trash/Archive")  # Obsidian's delete
+        wait_until(lambda: any("refusing to delete 8 of 10" in e.detail for e in events), "the refusal")
+        wait_until(lambda: watcher.idle, "the watcher idle, not trying again")
+        runs = watcher.runs
+        vault.write("Gamma.md", "# Gamma\n\nA new note about pangolins.\n")
+        wait_until(lambda: fts_paths(service, "pangolins") == ["Gamma.md"], "the next change")
+        wait_until(lambda: watcher.idle, "the watcher idle again")
+    finally:
+        watcher.stop()
+    assert watcher.runs == runs + 1
+    assert [e.kind for e in events if "refusing" in e.detail] == ["failed"]  # said once (8 of 10 both times)
+    assert any(e.kind == "imported" and "Archive" in e.paths for e in events)  # the rest of the run is in
+    assert len(fts_paths(service, "dodos")) == 8  # kept until the user says they are gone

@@ -18,7 +18,7 @@ from typing import Callable
 import apsw
 
 from mindtui.config import Settings
-from mindtui.errors import Cancelled, ConfigError, InputError, MindtuiError, OperationFailed
+from mindtui.errors import Cancelled, ConfigError, InputError, MassDeleteRefused, MindtuiError, OperationFailed
 from mindtui.jobs.lock import WATCH_JOB, JobLock
 from mindtui.progress import NEVER_CANCELLED, CancelToken, StepProgress
 from mindtui.store import jobs as job_store
@@ -416,6 +416,8 @@ def _run_job(job: str, settings: Settings, *, db_path: Path, vault: Path | None,
                     status = "failed"
                     error = str(exc) if isinstance(exc, MindtuiError) else f"{type(exc).__name__}: {exc}"
                     report = _report_of(exc)
+                    if isinstance(exc, MassDeleteRefused):  # the rest is imported: a watcher takes the run as done
+                        report["deletions_refused"] = True
                     if not isinstance(exc, (MindtuiError, OperationFailed)):
                         report["traceback"] = traceback.format_exc(limit=8)
                 rollback_open_transaction(conn)

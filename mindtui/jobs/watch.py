@@ -42,7 +42,7 @@ UNDECODABLE = "Unable to decode path"  # watchfiles' error for a file name that 
 @dataclass
 class RunOutcome:
     status: str  # ok | locked (another job holds the lock: nothing ran) | failed | cancelled
-    detail: str = ""
+    detail: str = ""  # why, and for ok what was held back (a mass deletion the import refused)
     more: bool = False  # work is left (embedding stopped at its budget): another run follows
 
 
@@ -160,6 +160,7 @@ class VaultWatcher:
         self._more = False  # the last run left work: the next one follows without a change
         self._failures = 0  # failed runs in a row: each doubles the wait before the next try
         self._waiting = False  # the last run found the lock held (said once)
+        self._held = ""  # what the last run held back, said once
         self._stop = threading.Event()
         self._ready = threading.Event()
         # The file system watch ended (stopped, or it gave up, a `failed` change said why): a
@@ -338,6 +339,11 @@ class VaultWatcher:
                     self._due = max(self._due, time.monotonic() + self.retry_s * 2 ** min(self._failures, 6))
             elif outcome.status == "ok":
                 self._failures, self._waiting = 0, False
+                if outcome.detail and outcome.detail != self._held:
+                    # Not tried again: it stays so until the user decides (the message says how);
+                    # the next change is imported as usual, no later than any other.
+                    self.on_change(VaultChange("failed", batch, outcome.detail))
+                self._held = outcome.detail
                 self.on_change(VaultChange("done", batch))
                 if outcome.more:  # after a gap in which a waiting job takes the lock
                     with self._cond:

@@ -68,13 +68,15 @@ class ChildImportRunner:
     def _outcome(self, process: JobProcess, imported: Callable[[dict], None]) -> RunOutcome:
         failures = []
         more = False
+        refused = ""  # a mass deletion the import held back: the rest is in the index, the user decides
         for event in process.events():
             if event["event"] != "step_done":
                 continue
             report = event.get("report") or {}
-            if event.get("status") == "ok" and event.get("step") == "import":
+            if event.get("step") == "import" and (event.get("status") == "ok" or report.get("deletions_refused")):
                 imported(report)
                 more = more or bool(report.get("remaining"))
+                refused = "" if event.get("status") == "ok" else f"import: {event.get('error')}"
             elif event.get("status") == "ok" and event.get("step") == "embed":
                 more = more or bool(report.get("remaining"))
             elif event.get("status") == "failed":
@@ -84,10 +86,10 @@ class ChildImportRunner:
             return RunOutcome("locked", outcome.error or "another job holds the lock")
         if outcome.cancelled:
             return RunOutcome("cancelled", "cancelled")
-        if not outcome.ok:
+        if not outcome.ok and (failures or not refused):
             tail = outcome.error or (outcome.stderr_tail[-1] if outcome.stderr_tail else "")
             return RunOutcome("failed", "; ".join(failures) or tail or f"exit code {outcome.returncode}")
-        return RunOutcome("ok", more=more)
+        return RunOutcome("ok", refused, more=more)
 
     def cancel(self) -> None:
         with self._lock:
