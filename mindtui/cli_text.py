@@ -22,8 +22,10 @@ def emit(args: argparse.Namespace, data: dict, human: str) -> None:
 
 
 def to_stderr(text: str) -> None:
-    """A diagnostic for people on stderr, its control characters shown (see service.printable)."""
-    print(printable(text), file=sys.stderr)
+    """A diagnostic for people on stderr, its control characters shown (see service.printable).
+    Without a stderr (started with `2>&-`) it is dropped: print() would put it on stdout, among the results."""
+    if sys.stderr is not None:
+        print(printable(text), file=sys.stderr)
 
 
 def report_table(report: dict) -> str:

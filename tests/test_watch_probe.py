@@ -6,6 +6,7 @@ waits poll conditions (see test_watch.wait_until)."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import subprocess
@@ -188,3 +189,24 @@ def test_a_refused_mass_deletion_is_said_once_and_the_next_changes_come_at_once(
     assert [e.kind for e in events if "refusing" in e.detail] == ["failed"]  # said once (8 of 10 both times)
     assert any(e.kind == "imported" and "Archive" in e.paths for e in events)  # the rest of the run is in
     assert len(fts_paths(service, "dodos")) == 8  # kept until the user says they are gone
+
+
+def test_mindtui_watch_without_a_stderr_keeps_stdout_to_its_results(vault, db_path):
+    """Started with stderr closed (`2>&-`, a careless unit file), every diagnostic went to stdout
+    among the JSON lines (print() with no stderr writes to stdout)."""
+    vault.write("Alpha.md", "# Alpha\n\nabout otters\n")
+    env = {**os.environ, "MINDTUI_WATCH__EMBED": "false", "MINDTUI_WATCH__QUIET_S": "0.3"}
+    process = subprocess.Popen(["sh", "-c", 'exec "$@" 2>&-', "sh", sys.executable, "-m", "mindtui", "watch", "--vault",
+                                str(vault.root), "--db", str(db_path), "--json"], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        first = process.stdout.readline()  # the catch-up run's line, after `watching` and before `done`
+        vault.write("Beta.md", "# Beta\n\nabout herons\n")
+        second = process.stdout.readline()
+        process.terminate()
+        assert process.wait(WAIT_S) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    lines = [first, second, *process.stdout.read().splitlines()]
+    assert [json.loads(line)["event"] for line in lines] == ["imported", "imported"], lines
