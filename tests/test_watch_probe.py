@@ -210,3 +210,30 @@ def test_mindtui_watch_without_a_stderr_keeps_stdout_to_its_results(vault, db_pa
             process.wait()
     lines = [first, second, *process.stdout.read().splitlines()]
     assert [json.loads(line)["event"] for line in lines] == ["imported", "imported"], lines
+
+
+def test_a_child_that_cannot_start_ahead_does_not_cost_the_watch(live, monkeypatch):
+    """The next run's child is started ahead from the watch's thread; an OSError there (too many
+    open files, no memory for a fork) was taken for the file system watch failing: kernel events
+    were given up for polling, and the next such error ended the watch."""
+    from mindtui.service import job_process
+
+    vault, service, events = live
+    popen, starts = job_process.subprocess.Popen, []
+
+    def exhausted_once(*args, **kwargs):
+        starts.append(1)
+        if len(starts) == 1:
+            raise OSError(24, "Too many open files")
+        return popen(*args, **kwargs)
+
+    monkeypatch.setattr(job_process.subprocess, "Popen", exhausted_once)
+    watcher = start_watching(service, vault, events)
+    try:
+        wait_until(lambda: starts, "the child started ahead")
+        vault.write("Gamma.md", "# Gamma\n\nA new note about pangolins.\n")
+        wait_until(lambda: fts_paths(service, "pangolins") == ["Gamma.md"], "the change")
+    finally:
+        watcher.stop()
+    assert [e.detail for e in events if e.kind in ("watching", "failed")] == [
+        f"watching {vault.root} (file system events)"]

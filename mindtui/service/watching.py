@@ -48,7 +48,12 @@ class ChildImportRunner:
         with self._lock:
             if self._cancelled or (self._spare is not None and self._spare.running):
                 return
-            self._spare = self._child()
+            try:
+                self._spare = self._child()
+            except OSError:
+                # No child can start now (no file handles, no memory, no processes left): not the
+                # watch's failure. The run starts one itself, and says why if it still cannot.
+                self._spare = None
 
     def run(self, paths: frozenset[str], imported: Callable[[dict], None]) -> RunOutcome:
         taken = holder(self.settings.db_path)
