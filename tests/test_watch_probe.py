@@ -237,3 +237,21 @@ def test_a_child_that_cannot_start_ahead_does_not_cost_the_watch(live, monkeypat
         watcher.stop()
     assert [e.detail for e in events if e.kind in ("watching", "failed")] == [
         f"watching {vault.root} (file system events)"]
+
+
+def test_an_embedding_that_fails_is_said_once_and_does_not_slow_the_imports(live, tmp_path):
+    """A model that cannot load failed every run's embed step after its import had reached the
+    index: the run was tried again and again with a doubling wait, and each later edit waited it out."""
+    vault, service, events = live
+    service.settings = service.settings.with_values(
+        {"watch": {"embed": True}, "models": {"embedding_path": str(tmp_path / "missing.gguf")}})
+    watcher = start_watching(service, vault, events)
+    try:
+        for name, word in (("Gamma.md", "pangolins"), ("Delta.md", "capybaras")):
+            vault.write(name, f"# {name[:-3]}\n\nA new note about {word}.\n")
+            wait_until(lambda: fts_paths(service, word) == [name], f"{name} imported")  # noqa: B023 (used at once)
+            wait_until(lambda: watcher.idle, "the watcher idle, not trying again")
+    finally:
+        watcher.stop()
+    assert watcher.runs == 2
+    assert [e.kind for e in events if "missing.gguf" in e.detail] == ["failed"]  # said once

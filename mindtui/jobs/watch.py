@@ -42,7 +42,7 @@ UNDECODABLE = "Unable to decode path"  # watchfiles' error for a file name that 
 @dataclass
 class RunOutcome:
     status: str  # ok | locked (another job holds the lock: nothing ran) | failed | cancelled
-    detail: str = ""  # why, and for ok what was held back (a mass deletion the import refused)
+    detail: str = ""  # why, and for ok what was held back (a mass deletion refused, a failed embedding)
     more: bool = False  # work is left (embedding stopped at its budget): another run follows
 
 

@@ -73,28 +73,35 @@ class ChildImportRunner:
     def _outcome(self, process: JobProcess, imported: Callable[[dict], None]) -> RunOutcome:
         failures = []
         more = False
-        refused = ""  # a mass deletion the import held back: the rest is in the index, the user decides
+        # What a run held back while its changes reached the index: a mass deletion the import
+        # refused, an embedding that failed (a model that cannot load). Trying the run again does
+        # not help until the user acts; the watcher says it once and goes on.
+        held: list[str] = []
+        reached = False  # the import step's changes are in the index
         for event in process.events():
             if event["event"] != "step_done":
                 continue
             report = event.get("report") or {}
+            said = f"{event.get('step')}: {event.get('error')}"
             if event.get("step") == "import" and (event.get("status") == "ok" or report.get("deletions_refused")):
                 imported(report)
+                reached = True
                 more = more or bool(report.get("remaining"))
-                refused = "" if event.get("status") == "ok" else f"import: {event.get('error')}"
+                if event.get("status") != "ok":
+                    held.append(said)
             elif event.get("status") == "ok" and event.get("step") == "embed":
                 more = more or bool(report.get("remaining"))
             elif event.get("status") == "failed":
-                failures.append(f"{event.get('step')}: {event.get('error')}")
+                (held if reached and event.get("step") == "embed" else failures).append(said)
         outcome = process.wait()
         if outcome.locked:
             return RunOutcome("locked", outcome.error or "another job holds the lock")
         if outcome.cancelled:
             return RunOutcome("cancelled", "cancelled")
-        if not outcome.ok and (failures or not refused):
+        if not outcome.ok and (failures or not held):
             tail = outcome.error or (outcome.stderr_tail[-1] if outcome.stderr_tail else "")
             return RunOutcome("failed", "; ".join(failures) or tail or f"exit code {outcome.returncode}")
-        return RunOutcome("ok", refused, more=more)
+        return RunOutcome("ok", "; ".join(held), more=more)
 
     def cancel(self) -> None:
         with self._lock:
