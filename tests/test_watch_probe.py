@@ -197,7 +197,8 @@ def test_mindtui_watch_without_a_stderr_keeps_stdout_to_its_results(vault, db_pa
     vault.write("Alpha.md", "# Alpha\n\nabout otters\n")
     env = {**os.environ, "MINDTUI_WATCH__EMBED": "false", "MINDTUI_WATCH__QUIET_S": "0.3"}
     process = subprocess.Popen(["sh", "-c", 'exec "$@" 2>&-', "sh", sys.executable, "-m", "mindtui", "watch", "--vault",
-                                str(vault.root), "--db", str(db_path), "--json"], stdout=subprocess.PIPE, text=True, env=env)
+                                str(vault.root), "--db", str(db_path), "--json"], stdout=subprocess.PIPE, text=True,
+                               env=env)
     try:
         first = process.stdout.readline()  # the catch-up run's line, after `watching` and before `done`
         vault.write("Beta.md", "# Beta\n\nabout herons\n")
@@ -255,3 +256,17 @@ def test_an_embedding_that_fails_is_said_once_and_does_not_slow_the_imports(live
         watcher.stop()
     assert watcher.runs == 2
     assert [e.kind for e in events if "missing.gguf" in e.detail] == ["failed"]  # said once
+
+
+def test_mindtui_watch_on_a_database_it_can_never_write_exits_4_at_once(vault, tmp_path):
+    """A file that is not a mindtui database (or a newer schema, a read-only setting) failed every
+    run for good: the watch went on retrying for ever instead of exiting 4 like any other command."""
+    vault.write("Alpha.md", "# Alpha\n")
+    not_a_database = tmp_path / "notes.db"
+    not_a_database.write_text("a text file, not SQLite\n", encoding="utf-8")
+    env = {**os.environ, "MINDTUI_WATCH__EMBED": "false"}
+    process = subprocess.run([sys.executable, "-m", "mindtui", "watch", "--vault", str(vault.root), "--db",
+                              str(not_a_database)], capture_output=True, text=True, env=env, timeout=WAIT_S)
+    assert process.returncode == 4, process.stderr
+    assert process.stderr.strip().splitlines() == [
+        f"mindtui: {not_a_database}: not a SQLite database (file is not a database)"]

@@ -242,8 +242,8 @@ class VaultWatcher:
         folder = self._vault_folder()
         if folder is not None:
             return folder
-        self.on_change(VaultChange("failed", frozenset(), f"the vault folder {self.vault} is gone "
-                                                          f"(moved, deleted or unmounted); waiting for it to come back"))
+        self.on_change(VaultChange("failed", frozenset(), f"the vault folder {self.vault} is gone (moved, "
+                                                          "deleted or unmounted); waiting for it to come back"))
         while (folder := self._vault_folder()) is None:
             if self._stop.wait(self.retry_s):
                 return None

@@ -351,7 +351,7 @@ class Service:
         under the job lock. on_change gets its VaultChange events (in its thread); stop() it when done.
         InputError when no vault is known."""
         from mindtui.jobs.watch import VaultWatcher
-        from mindtui.service.watching import ChildImportRunner
+        from mindtui.service.watching import ChildImportRunner, check_store
 
         self._owner_only("watching the vault")
         root = vault or self.vault_root()
@@ -359,6 +359,7 @@ class Service:
             raise InputError("no vault to watch: pass --vault PATH, set `vault:` in the config, or import one first")
         if not Path(root).is_dir():
             raise InputError(f"the vault {root} is not a folder")
+        check_store(self.settings)
         return VaultWatcher(Path(root), self.settings, ChildImportRunner(self.settings, Path(root)), on_change,
                             catch_up=catch_up, force_polling=force_polling).start()
 

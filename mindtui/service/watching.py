@@ -14,9 +14,36 @@ from pathlib import Path
 from typing import Callable
 
 from mindtui.config import Settings
+from mindtui.errors import DatabaseError
 from mindtui.jobs.lock import WATCH_JOB, holder
 from mindtui.jobs.watch import RunOutcome
 from mindtui.service.job_process import JobProcess
+
+
+def check_store(settings: Settings) -> None:
+    """Raise now what would fail every run for good (exit 4 at the start, not a watch retrying
+    for ever): a file that is not a mindtui database or has a newer schema, one mindtui may not
+    write, a folder it cannot be made in. A busy or full database is left to the runs: it passes."""
+    from mindtui.store import open_database
+    from mindtui.store.connection import DatabaseReadOnlyError, is_read_only
+
+    path = settings.db_path
+    if settings.database.read_only:
+        raise DatabaseReadOnlyError(f"{path}: database.read_only is set, and watching the vault writes the "
+                                    "database; unset the setting to watch it")
+    if not path.exists():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DatabaseError(f"{path}: its folder cannot be made ({exc.strerror or exc})") from exc
+        return
+    conn = open_database(path, migrate=False)
+    try:
+        if is_read_only(conn):
+            raise DatabaseReadOnlyError(f"{path}: mindtui cannot write this file (permissions, a read-only "
+                                        "mount), and watching the vault writes the database")
+    finally:
+        conn.close()
 
 
 class ChildImportRunner:

@@ -214,7 +214,7 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
         """The live vault: changes on disk are imported in a job child while the app runs."""
         try:
             self.watcher = self.service.watch(lambda change: self.post_message(VaultChanged(change)))
-        except service_api().InputError as exc:  # no vault known yet: nothing to watch
+        except (service_api().InputError, service_api().DatabaseError) as exc:  # no vault; an unwritable database
             self.call_from_thread(self.notify, f"the vault is not watched: {exc}", severity="warning")
 
     @on(VaultChanged)
