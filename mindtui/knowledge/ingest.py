@@ -24,6 +24,6 @@ def ingest_lines(conn: apsw.Connection, settings: Settings, lines: Iterable[str]
         text = line.strip()
         if not text:
             continue
-        results.append((number, submit(conn, settings, text, source, embedder=embedder, about_conn=about_conn,
-                                              item_row=item_row)))
+        decision = submit(conn, settings, text, source, embedder=embedder, about_conn=about_conn, item_row=item_row)
+        results.append((number, decision))
     return results
