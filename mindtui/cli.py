@@ -14,7 +14,6 @@ import contextlib
 import os
 import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -23,6 +22,7 @@ from mindtui.cli_queue import curate, curate_parser, knowledge, knowledge_parser
 from mindtui.cli_text import EXIT_CONFIG, EXIT_DATABASE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED
 from mindtui.cli_text import EXIT_OK, EXIT_USAGE, emit, to_stderr
 from mindtui.cli_text import job_summary, neighbours_text, report_table, search_text, status_text
+from mindtui.cli_watch import watch
 from mindtui.config import load_settings, parse_overrides
 from mindtui.console import JsonProgress, StderrProgress, json_line
 from mindtui.service import (
@@ -282,48 +282,6 @@ def _run_job(args, service: Service, job: str, vault: Path | None, steps: list[s
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
-def _watch(args, service: Service) -> int:
-    """Until SIGINT (exit 130) or SIGTERM (exit 0: how systemd stops a unit); each run's outcome on
-    stdout (a JSON line with --json), the rest on stderr."""
-    from mindtui.cli_text import watch_line
-
-    stopped: list[int] = []
-    closed: list[BrokenPipeError] = []
-    wake = threading.Event()
-
-    def handler(signum, frame):
-        stopped.append(signum)
-        wake.set()
-
-    def on_change(change) -> None:
-        line, is_result = watch_line(change, args.json)
-        if is_result:
-            try:
-                print(line, flush=True)
-            except BrokenPipeError as exc:  # the reader went away (`| head -1`): stop, not a failed import
-                closed.append(exc)
-                wake.set()
-        elif not args.quiet:
-            to_stderr(line)
-
-    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        watcher = service.watch(on_change, vault=getattr(args, "watch_vault", None) or args.vault,
-                                force_polling=True if args.polling else None)
-        try:
-            while not wake.wait(1.0):
-                if watcher.ended.is_set():  # the watch gave up (its `failed` line said why): nothing is seen
-                    return EXIT_FAILED
-        finally:
-            watcher.stop()
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
-    if closed and not stopped:
-        raise closed[0]  # main() ends quietly, as for any command piped into head
-    return EXIT_INTERRUPTED if stopped and stopped[0] == signal.SIGINT else EXIT_OK
-
-
 def _search(args, service: Service) -> int:
     if args.opened and args.no_log:
         raise InputError("--opened records the search it came from: it cannot go with --no-log")
@@ -409,7 +367,7 @@ def _dispatch(args, service: Service) -> int:
     if command == "search":
         return _search(args, service)
     if command == "watch":
-        return _watch(args, service)
+        return watch(args, service)
     if command == "note":
         return _note(args, service)
     if command in ("neighbors", "neighbours"):

@@ -29,7 +29,7 @@ LAYERS = [
     ("jobs", {"mindtui.jobs"}),
     ("evaluation", {"mindtui.evaluation"}),
     ("service", {"mindtui.service"}),
-    ("front ends", {"mindtui.cli", "mindtui.cli_queue", "mindtui.cli_text", "mindtui.console", "mindtui.__main__", "mindtui.launcher",
+    ("front ends", {"mindtui.cli", "mindtui.cli_queue", "mindtui.cli_text", "mindtui.cli_watch", "mindtui.console", "mindtui.__main__", "mindtui.launcher",
                     "mindtui.tui",
                     "mindtui.mcp"}),
 ]
@@ -118,12 +118,12 @@ def test_the_checker_catches_an_arrow_up_or_sideways(tmp_path, planted, expected
 
 
 def test_front_ends_import_only_the_service_and_the_configuration():
-    targets = {target for name in ("cli.py", "cli_queue.py") for _, target in imports_of(PACKAGE / name)
+    targets = {target for name in ("cli.py", "cli_queue.py", "cli_watch.py") for _, target in imports_of(PACKAGE / name)
                if target.startswith("mindtui.")}
     # mindtui.tui only inside the `tui` command (test_core_imports_neither_textual_nor_llama_cpp
     # imports mindtui.cli and finds no Textual).
     assert {unit_of(t) for t in targets} <= {"mindtui.config", "mindtui.service", "mindtui.console", "mindtui.cli_text",
-                                            "mindtui.cli_queue",
+                                            "mindtui.cli_queue", "mindtui.cli_watch",
                                             "mindtui.tui", "mindtui.mcp"}
     tui = PACKAGE / "tui"
     for path in tui.glob("*.py"):
