@@ -29,14 +29,11 @@ Links inside visible text to notes an agent may not see are redacted by the serv
 
 from __future__ import annotations
 
-import json
-
 import apsw
 
 from mindtui.audience import Audience
 from mindtui.store.edges import first_link_sql, reference_edges_sql
 from mindtui.text.globs import excluded_by
-from mindtui.text.names import exact_key
 
 # The hidden-note rule, written here only: other store modules take their SQL from these.
 
@@ -268,13 +265,3 @@ def audience_of(conn: apsw.Connection) -> Audience:
     """Which audience the connection reads as (from its temp schema)."""
     row = conn.execute("SELECT 1 FROM temp.sqlite_schema WHERE type = 'view' AND name = 'notes'").fetchone()
     return Audience.AGENT if row else Audience.OWNER
-
-
-def _note_names(rows) -> set[str]:
-    """Title, aliases, and every path suffix down to the file name (`[[Sub/Note]]` reaches `A/Sub/Note`)."""
-    names: set[str] = set()
-    for title, aliases, path in rows:
-        parts = (path[:-3] if path.lower().endswith(".md") else path).split("/")
-        suffixes = ["/".join(parts[i:]) for i in range(len(parts))]
-        names.update(exact_key(name) for name in [title, *suffixes, *json.loads(aliases)])
-    return names
