@@ -8,8 +8,27 @@ does not recognise, goes to mindtui.cli, which parses, validates and reports as 
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Sequence
+
+
+def open_closed_streams() -> None:
+    """A closed stdin, stdout or stderr (`2>&-`, a careless unit file or cron line) becomes
+    /dev/null. Python leaves sys.stderr None, and a progress line written to it failed the
+    import; and the next file opened would take the free descriptor, so whatever wrote to fd 2
+    would write into that file."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass  # closed: filled below
+        opened = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+        if opened != fd:  # (a lower one was free too: it is filled first, so this is rare)
+            os.dup2(opened, fd)
+            os.close(opened)
+        setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False))
 
 
 def _tui_db(argv: list[str]) -> tuple[bool, str | None]:
@@ -31,6 +50,7 @@ def _tui_db(argv: list[str]) -> tuple[bool, str | None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    open_closed_streams()
     args = list(sys.argv[1:] if argv is None else argv)
     is_tui, db = _tui_db(args)
     if is_tui:

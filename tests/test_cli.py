@@ -157,3 +157,17 @@ def test_search_json_shape_and_notices(sample_vault, db_path, real_model, capsys
     assert "fts" in first["explain"] and first["snippet"]
     assert main(["search", "\"NEAR(", "--db", str(db_path), "--mode", "fts", "--no-log"]) == 0  # FTS syntax is text
     assert main(["search", "x", "--db", str(db_path.parent / "absent.db")]) == 4
+
+
+@pytest.mark.parametrize("closed", ["2>&-", "2>&- <&-"])
+def test_a_closed_stderr_or_stdin_fails_nothing_and_stdout_keeps_the_results(sample_vault, db_path, closed):
+    """`mindtui index V 2>&-` (a cron line, a unit file): the progress line went to a stderr that
+    Python had set to None, the import failed, and its failure was printed on stdout."""
+    command = [sys.executable, "-m", "mindtui", "index", str(sample_vault.root), "--db", str(db_path), "--json"]
+    process = subprocess.run(["sh", "-c", f'exec "$@" {closed}', "sh", *command], capture_output=True, text=True,
+                             timeout=300)
+    assert process.returncode == 0, process.stdout
+    assert json.loads(process.stdout)["notes_added"] > 40  # the report alone
+    searched = subprocess.run(["sh", "-c", f'exec "$@" {closed}', "sh", sys.executable, "-m", "mindtui", "search",
+                               "SQLite", "--db", str(db_path), "--json"], capture_output=True, text=True, timeout=300)
+    assert searched.returncode == 0 and json.loads(searched.stdout)["results"]

@@ -200,7 +200,8 @@ def test_a_client_that_reads_no_answers_stops_the_server_reading(fixed_db):
     code, stderr = server.close()
     answers = list(iter(server.receive, None))
     assert code == 0 and sorted(a["id"] for a in answers) == list(range(sent))
-    assert all(a["result"]["structuredContent"]["notes"] for a in answers)
+    odd = [a for a in answers if not a.get("result", {}).get("structuredContent", {}).get("notes")]
+    assert not odd, (odd[:1], stderr[-2000:])  # (seen once in a loaded full run: what it was is kept)
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 0)])

@@ -248,3 +248,21 @@ def test_visible_shows_every_control_character_as_one_sign_and_leaves_markup_alo
     assert visible("\u05e9\u200f 👩\u200d💻") == "\u05e9\u200f 👩\u200d💻"  # marks and joiners stay
     assert literal("[/] [@click=app.quit]x[/]").plain == "[/] [@click=app.quit]x[/]"
     assert not literal("[bold]x").spans
+
+
+async def test_the_cursor_and_a_click_in_a_field_count_a_control_character_as_its_sign(service):
+    """A pasted control character is drawn as one sign; the Input counted it as no column, so
+    the cursor sat one column left per such character and a click landed one letter off."""
+    app = pilot_app(service)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        field = app.screen.query_one("#query")
+        field.value = "x\x07\x1byz"  # drawn "x␇␛yz"
+        await pilot.press("end", "left", "left")
+        await settle(pilot)
+        assert field.cursor_position == 3  # before the y
+        assert field.cursor_screen_offset.x - field.content_region.x == 3
+        assert field.value == "x\x07\x1byz", repr(field.value)
+        await shows(pilot, "x␇␛yz")
+        await pilot.click("#query", offset=(field.content_region.x - field.region.x + 4, field.content_region.y - field.region.y))
+        await settle(pilot)
+        assert field.cursor_position == 4  # the z's column: before the z

@@ -14,13 +14,17 @@ the paths are a hint. A run's import and embedding each stop after their budget
 (watch.import_budget_s, watch.embed_budget_s) and the next run goes on. It runs under the job lock
 as job `watch`: when another job holds the lock the runner says `locked` (without starting
 anything), and the watcher yields (keeps the changes, looks again `watch.retry_s` later); a job
-that finds the watcher holding it waits for it (see jobs.lock). Nothing here imports a front end.
+that finds the watcher holding it waits for it (see jobs.lock). One watcher per database
+(jobs.lock.WatchClaim): a second waits and takes over when the first stops. A folder symlinked
+from outside the vault, which the import does not follow, is not watched: with one the vault is
+watched folder by folder. Nothing here imports a front end.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Protocol
 
 from mindtui.config import Settings
+from mindtui.jobs.lock import WatchClaim
 from mindtui.text.globs import excluded_by
 
 # File system types where kernel change events do not see other machines' writes.
@@ -98,18 +103,47 @@ class NoteFilter:
     folders, `LOG` or vim's `4913` probe are not); one moved away or deleted is known from
     remember_folders() and the folders seen since."""
 
-    def __init__(self, vault: Path, exclude: Iterable[str]) -> None:
+    def __init__(self, vault: Path, exclude: Iterable[str], follow_external_symlinks: bool = False) -> None:
         self.root = os.path.abspath(vault)  # not resolved: the watcher reports paths under the one it was given
         self.exclude = list(exclude)
+        self.follow_external_symlinks = follow_external_symlinks
         self.folders: set[str] = set()  # vault-relative folders seen (only the watch thread adds to it)
+        # Symlinked folders whose target lies outside the vault, which the import does not follow
+        # (import.follow_external_symlinks): the watch must not follow them either.
+        self.links_out: set[str] = set()
+        # Why the watch must be placed again: "link" (a link out of the vault appeared: a
+        # recursive watch follows it), "folders" (a folder came or went: a watch folder by folder
+        # does not see inside a new one); "" when nothing changed.
+        self.rewatch = ""
 
     def remember_folders(self, under: str = "") -> None:
         """Note the folders under `under` (vault-relative; the whole vault by default)."""
         top = os.path.join(self.root, under)
-        for current, names, _ in os.walk(top):
+        real_root = os.path.realpath(self.root)
+        for current, names, _ in os.walk(top):  # symlinks are listed, not descended into
             names[:] = [name for name in names if not name.startswith(".")]
             rel = os.path.relpath(current, self.root).replace(os.sep, "/")
-            self.folders.update(name if rel == "." else f"{rel}/{name}" for name in names)
+            for name in names:
+                child = name if rel == "." else f"{rel}/{name}"
+                self.folders.add(child)
+                if child not in self.links_out and self.leads_out(os.path.join(current, name), real_root):
+                    self.links_out.add(child)
+                    self.rewatch = "link"  # (a folder moved in with such a link inside it)
+
+    def leads_out(self, path: str, real_root: str | None = None) -> bool:
+        """A symlink to a folder outside the vault that the import does not follow."""
+        if self.follow_external_symlinks or not os.path.islink(path):
+            return False
+        real_root = real_root or os.path.realpath(self.root)
+        target = os.path.realpath(path)
+        return os.path.isdir(target) and target != real_root and not target.startswith(real_root.rstrip("/") + "/")
+
+    def watched_folders(self) -> list[str]:
+        """Every folder to watch one by one (absolute), when a recursive watch would follow a
+        link out of the vault: the vault and its folders, not those behind such a link."""
+        outside = tuple(f"{link}/" for link in self.links_out)
+        inner = sorted(f for f in self.folders if f not in self.links_out and not f.startswith(outside))
+        return [self.root, *(os.path.join(self.root, f) for f in inner)]
 
     def relative(self, path: str) -> str | None:
         """The vault-relative path of a change that concerns the index, else None."""
@@ -119,11 +153,25 @@ class NoteFilter:
             return None
         if excluded_by(rel, self.exclude) is not None:
             return None
+        behind = next((link for link in self.links_out if rel == link or rel.startswith(link + "/")), None)
+        if behind is not None:
+            if rel != behind or self.leads_out(path):
+                return None  # behind a link the import does not follow
+            self.links_out.discard(rel)  # the link is gone or replaced: what is there now counts
+            self.rewatch = self.rewatch or "folders"
+        elif self.leads_out(path):  # (never walked: it may lead to /usr)
+            self.links_out.add(rel)
+            self.folders.add(rel)
+            self.rewatch = "link"
+            return None
         if parts[-1].lower().endswith(".md") or rel in self.folders:
+            if rel in self.folders and not os.path.isdir(path):
+                self.rewatch = self.rewatch or "folders"  # moved away or deleted
             return rel
         if os.path.isdir(path):  # made or moved in: so are the folders inside it
             self.folders.add(rel)
             self.remember_folders(rel)
+            self.rewatch = self.rewatch or "folders"
             return rel
         return None  # an attachment, a temporary file of an editor, a log
 
@@ -146,7 +194,9 @@ class VaultWatcher:
         self.quiet_s = settings.watch.quiet_s
         self.max_wait_s = settings.watch.max_wait_s
         self.retry_s = settings.watch.retry_s
-        self.filter = NoteFilter(self.vault, settings.import_.exclude)
+        self.filter = NoteFilter(self.vault, settings.import_.exclude, settings.import_.follow_external_symlinks)
+        self.claim = WatchClaim(settings.db_path, " ".join([os.path.basename(sys.argv[0] or "python"), *sys.argv[1:2]]))
+        self._claimed = False  # the import thread runs nothing before the watch claim is held
         if force_polling is None:
             mode = settings.watch.polling
             force_polling = mode == "always" or (mode == "auto" and on_network_file_system(self.vault))
@@ -159,6 +209,7 @@ class VaultWatcher:
         self._running = False
         self._more = False  # the last run left work: the next one follows without a change
         self._failures = 0  # failed runs in a row: each doubles the wait before the next try
+        self._tried = 0.0  # when the last run ended
         self._waiting = False  # the last run found the lock held (said once)
         self._held = ""  # what the last run held back, said once
         self._stop = threading.Event()
@@ -215,17 +266,44 @@ class VaultWatcher:
             if not self._pending:
                 self._since = now
             self._pending |= paths
-            self._due = max(self._due, min(now + self.quiet_s, self._since + self.max_wait_s))
+            due = min(now + self.quiet_s, self._since + self.max_wait_s)
+            if self._failures and self._due > due:
+                # After failed runs the next try waits longer each time (a full disk, a busy
+                # database); an edit may come once that is cleared: try again then, though
+                # not sooner than retry_s after the last try.
+                self._due = max(due, self._tried + self.retry_s)
+            else:
+                self._due = max(self._due, due)
             self._cond.notify_all()
 
     def _watch(self) -> None:
         try:
-            self._follow()
+            if self._claim():
+                self._follow()
         except Exception as exc:  # (watchfiles missing or broken) said as a change, not a thread's traceback
             self.on_change(VaultChange("failed", frozenset(), f"the vault is not watched any more: "
                                                               f"{type(exc).__name__}: {exc}"))
         finally:
+            # Another watcher may take over now; a run still going (or pending) imports under
+            # the job lock as any does, so the two never write at once.
+            self.claim.release()
             self.ended.set()
+
+    def _claim(self) -> bool:
+        """Take the database's watch claim (jobs.lock.WatchClaim), waiting while another watcher
+        holds it; False when stopped first."""
+        other = self.claim.take()
+        if other is not None:
+            self.on_change(VaultChange("waiting", frozenset(), f"another watcher ({other}) keeps this database "
+                                                               f"current; this one takes over when it stops"))
+            while (other := self.claim.take()) is not None:
+                if self._stop.wait(self.retry_s):
+                    return False
+            self.on_change(VaultChange("watching", frozenset(), "the other watcher stopped: this one watches now"))
+        with self._cond:
+            self._claimed = True
+            self._cond.notify_all()
+        return True
 
     def _vault_folder(self) -> tuple[int, int] | None:
         """Which folder the vault path names now (device, inode); None while it is not a folder."""
@@ -257,25 +335,40 @@ class VaultWatcher:
         polling = self.polling
         undecodable: set[str] = set()  # said once each
         said = ""  # how the last `watching` said it watches
+        placed_again = False  # the watch was placed again while the vault stayed: catch up once it is
         while not self._stop.is_set():
             folder = self._await_vault()
             if folder is None:
                 return
+            self.filter.links_out.clear()
             self.filter.remember_folders()
-            how = "polling" if polling else "file system events"
+            self.filter.rewatch = ""
+            # A recursive watch (notify's) follows every symlinked folder, one to /usr too (15,451
+            # inotify watches): with such a link the vault is watched folder by folder instead.
+            one_by_one = bool(self.filter.links_out)
+            paths = self.filter.watched_folders() if one_by_one else [self.filter.root]
+            how = ("polling" if polling else "file system events") + (
+                f"; folder by folder, not following {len(self.filter.links_out)} symlink(s) out of the vault"
+                if one_by_one else "")
             if how != said:  # a watch started again the same way says nothing new
                 said = how
                 self.on_change(VaultChange("watching", frozenset(), f"watching {self.vault} ({how})"))
             try:
                 for changes in watchfiles.watch(
-                        self.filter.root, watch_filter=self.filter, step=_STEP_MS, stop_event=self._stop,
+                        *paths, watch_filter=self.filter, step=_STEP_MS, stop_event=self._stop,
                         force_polling=polling, poll_delay_ms=self.settings.watch.poll_interval_ms,
                         rust_timeout=1000, yield_on_timeout=True, raise_interrupt=False,
-                        ignore_permission_denied=True):
+                        recursive=not one_by_one, ignore_permission_denied=True):
                     if not self._ready.is_set():  # the first (empty) yield on timeout: the watch is in place
                         self._ready.set()
                         getattr(self.runner, "prepare", lambda: None)()
+                    if placed_again:  # what changed while it was placed again
+                        placed_again = False
+                        self.notice([CATCH_UP])
                     self.notice(rel for _, path in changes if (rel := self.filter.relative(path)))
+                    if self.filter.rewatch == "link" or (one_by_one and self.filter.rewatch):
+                        placed_again = True
+                        break
                     if self._vault_folder() != folder:
                         # Moved away, deleted, or replaced by a new folder of that name (a sync tool,
                         # a restore): kernel events follow the old folder, so watch the path again.
@@ -307,9 +400,10 @@ class VaultWatcher:
     def _imports(self) -> None:
         while True:
             with self._cond:
-                while not self._stop.is_set() and (
+                while not self._stop.is_set() and (not self._claimed or
                         not (self._pending or self._more) or time.monotonic() < self._due):
-                    self._cond.wait(max(0.0, self._due - time.monotonic()) if self._pending or self._more else None)
+                    waits = self._claimed and (self._pending or self._more)
+                    self._cond.wait(max(0.0, self._due - time.monotonic()) if waits else None)
                 if self._stop.is_set():
                     return
                 if not self.vault.is_dir():  # gone for now (the watch says so): nothing to import from
@@ -326,6 +420,7 @@ class VaultWatcher:
             finally:
                 with self._cond:
                     self._running = False
+                    self._tried = time.monotonic()
             if outcome.status in ("locked", "failed"):
                 # The changes are kept for the next try: a held lock ends, a failure (a full disk, a
                 # busy database) may pass; a failing run waits twice as long each time (up to 64x).

@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, Select, Static, TextArea
 
 from mindtui.tui.lazy import service_api
-from mindtui.tui.literal import LiteralTextArea, ShowsControls
+from mindtui.tui.literal import LiteralInput, LiteralTextArea
 from mindtui.tui.worker_errors import SurvivesErrors
 
 
@@ -33,13 +33,11 @@ class KnowledgeForm(SurvivesErrors, ModalScreen[dict | None]):
             yield Select([(t, t) for t in service_api().KNOWLEDGE_TYPES], value=item.type if item else "fact", allow_blank=False,
                          id="form-type")
             yield Label("statement")
-            yield Input(item.title if item else "", placeholder="one line: what is true", id="form-statement",
-                        highlighter=ShowsControls())
+            yield LiteralInput(item.title if item else "", placeholder="one line: what is true", id="form-statement")
             yield Label("about (an entity note, or topic:<words>)")
-            yield Input((item.about or "") if item else "", placeholder="e.g. Jonas Weber", id="form-about",
-                        highlighter=ShowsControls())
+            yield LiteralInput((item.about or "") if item else "", placeholder="e.g. Jonas Weber", id="form-about")
             yield Label("quote (the source's own words)")
-            yield Input((item.quote or "") if item else "", id="form-quote", highlighter=ShowsControls())
+            yield LiteralInput((item.quote or "") if item else "", id="form-quote")
             yield Label("details")
             yield LiteralTextArea(item.body if item else "", id="form-body")
             yield Checkbox("private (never shown to agents)", value=bool(item and item.visibility == "private"),

@@ -15,7 +15,7 @@ from textual.widgets.option_list import Option
 
 from mindtui.tui.key_footer import KeyFooter
 from mindtui.tui.lazy import service_api
-from mindtui.tui.literal import literal, visible
+from mindtui.tui.literal import LiteralInput, literal, visible
 from mindtui.tui.knowledge_form import KnowledgeForm
 from mindtui.tui.status import StatusBar
 from mindtui.tui.worker_errors import ReportsWorkerErrors
@@ -92,7 +92,7 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
         self.detail = None
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="/ filter by words, subject or type…", id="knowledge-filter", classes="hidden")
+        yield LiteralInput(placeholder="/ filter by words, subject or type…", id="knowledge-filter", classes="hidden")
         yield Static("", id="knowledge-counts", classes="one-line")
         with Horizontal(id="knowledge-body"):
             yield OptionList(id="items")

@@ -7,7 +7,7 @@ became a clickable action and `[bold]` restyled the rest. And neither filters ES
 a file name holding `\\x1b]0;...\\x07` or `\\x1b[2J` reached the terminal as a command. So every
 string that carries note data (titles, paths, snippets, card and item texts, reports, notices)
 reaches a widget as `literal(...)` (Textual) or `literal_text(...)` (Rich), both made `visible`;
-a field that is filled with note data draws it with ShowsControls (an Input) or is a
+a field that is filled with note data, or that a user may paste into, is a LiteralInput or a
 LiteralTextArea.
 """
 
@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import re
 
-from rich.highlighter import Highlighter
+from rich.cells import cell_len, get_character_cell_size
 from rich.text import Text
 from textual.content import Content
-from textual.widgets import TextArea
+from textual.widgets import Input, TextArea
+from textual.expand_tabs import expand_tabs_inline
 
 from mindtui.service.printable import BIDI_CONTROLS, CONTROL
 
@@ -53,12 +54,32 @@ def literal_text(text: str, style: str = "", *, lines: bool = False) -> Text:
     return Text(visible(text, lines=lines), style=style)
 
 
-class ShowsControls(Highlighter):
-    """An Input's highlighter: its value drawn with control characters shown (the value itself
-    stays as it is: a knowledge item edited keeps its text)."""
+class LiteralInput(Input):
+    """An Input whose value is drawn with control characters shown (each as one sign), and whose
+    cursor and mouse clicks count the signs drawn: Input counts a control character as no
+    column, so the cursor sat one column left of where it was per control character."""
 
-    def highlight(self, text: Text) -> None:
-        text.plain = visible(text.plain)
+    @property
+    def _value(self) -> Text:
+        # Not through a highlighter: Rich's Text() drops BEL, BS, VT, FF and CR before one sees
+        # them, so what was drawn lost a character the value (and the cursor) still had.
+        if self.password:
+            return super()._value
+        return Text(visible(self.value), no_wrap=True, overflow="ignore", end="")
+
+    def _position_to_cell(self, position: int) -> int:
+        return cell_len(expand_tabs_inline(visible(self.value[:position]), 4))
+
+    def _cell_offset_to_index(self, offset: int) -> int:
+        shown = visible(self.value)  # one character for one: the indexes are the value's
+        cell_offset, (scroll_x, _) = 0, self.scroll_offset
+        offset += scroll_x
+        for index, char in enumerate(shown):
+            width = get_character_cell_size(char)
+            if cell_offset <= offset < cell_offset + width:
+                return index
+            cell_offset += width
+        return max(0, min(offset, len(shown)))
 
 
 class LiteralTextArea(TextArea):

@@ -16,7 +16,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from mindtui.tui.lazy import service_api
-from mindtui.tui.literal import ShowsControls, literal
+from mindtui.tui.literal import LiteralInput, literal
 from mindtui.tui.worker_errors import ReportsWorkerErrors, SurvivesErrors
 
 
@@ -70,7 +70,7 @@ class NoteSearchPicker(ReportsWorkerErrors, ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
             yield Static(literal(self.title_text), id="picker-title")
-            yield Input(self.initial, placeholder="find the note…", id="picker-query", highlighter=ShowsControls())
+            yield LiteralInput(self.initial, placeholder="find the note…", id="picker-query")
             yield OptionList(id="picker-list")
 
     def on_mount(self) -> None:

@@ -25,7 +25,7 @@ from textual.worker import get_current_worker
 
 from mindtui.tui.key_footer import KeyFooter
 from mindtui.tui.lazy import service_api
-from mindtui.tui.literal import literal, visible
+from mindtui.tui.literal import LiteralInput, literal, visible
 from mindtui.tui.result_list import ResultList
 from mindtui.tui.status import StatusBar
 from mindtui.tui.worker_errors import ReportsWorkerErrors
@@ -134,10 +134,10 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         self._cancel: CancelToken = service_api().CancelToken()  # this generation's searches: the next cancels them
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="search your notes (words or meaning)…", id="query")
+        yield LiteralInput(placeholder="search your notes (words or meaning)…", id="query")
         with Horizontal(id="filters", classes="hidden"):
             for name, hint in FILTERS:
-                yield Input(placeholder=hint, id=f"filter-{name}", classes="filter")
+                yield LiteralInput(placeholder=hint, id=f"filter-{name}", classes="filter")
         yield Static("", id="notice", classes="one-line")
         with Horizontal(id="search-body"):
             yield ResultList(id="results")

@@ -1,0 +1,176 @@
+"""What the live vault's watch takes from the machine: no inotify watch behind a symlink out of
+the vault, one watcher per database, and no long wait once a failing run may succeed again.
+
+Real watchers (watchfiles on inotify) with a recording runner: what a run would be given is
+what is asserted. The kernel's own count of a watch's inotify watches is read from /proc."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from test_watch import WAIT_S, wait_until
+
+from mindtui.config import load_settings
+from mindtui.jobs.watch import CATCH_UP, RunOutcome, VaultWatcher
+
+
+class RecordingRunner:
+    """Records what each run is given; fails its first `failing` runs."""
+
+    def __init__(self, failing: int = 0) -> None:
+        self.runs: list[frozenset[str]] = []
+        self.failing = failing
+
+    def run(self, paths, imported):
+        self.runs.append(paths)
+        if len(self.runs) <= self.failing:
+            return RunOutcome("failed", "database or disk is full")
+        imported({})
+        return RunOutcome("ok")
+
+    def cancel(self) -> None:
+        return None
+
+    def given(self, path: str) -> bool:
+        return any(path in run for run in self.runs)
+
+
+def inotify_watches() -> int:
+    """The inotify watches this process holds (each folder a recursive watch follows is one)."""
+    total = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:inotify":
+                continue
+            with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as info:
+                total += sum(line.startswith("inotify wd:") for line in info)
+        except OSError:  # an fd closed while it was looked at
+            continue
+    return total
+
+
+def settings_for(db_path, **watch):
+    return load_settings().with_overrides(db=str(db_path)).with_values(
+        {"watch": {"embed": False, "quiet_s": 0.1, "retry_s": 0.1, "polling": "never", **watch}})
+
+
+def big_folder(root, folders: int = 40):
+    for number in range(folders):
+        (root / f"sub{number}" / "deeper").mkdir(parents=True)
+    return root
+
+
+def vault_folders(vault_root) -> int:
+    """The vault and its real, non-dot folders: what a watch folder by folder holds."""
+    count = 1
+    for current, names, _ in os.walk(vault_root):
+        names[:] = [n for n in names if not n.startswith(".") and not os.path.islink(os.path.join(current, n))]
+        count += len(names)
+    return count
+
+
+def test_a_symlink_out_of_the_vault_is_not_watched_and_the_vault_still_is(vault, db_path, tmp_path):
+    """A link to a big folder outside the vault (~/Documents, /usr) cost an inotify watch per folder
+    behind it (the import does not even follow it), until the kernel's limit was reached."""
+    vault.write("Alpha.md", "# Alpha\n")
+    vault.write("Folder/Beta.md", "# Beta\n")
+    outside = big_folder(tmp_path / "outside")
+    (vault.root / "Elsewhere").symlink_to(outside, target_is_directory=True)
+    (vault.root / "Again").symlink_to(vault.root / "Folder", target_is_directory=True)  # inside: fine
+    runner, events = RecordingRunner(), []
+    watcher = VaultWatcher(vault.root, settings_for(db_path), runner, events.append, catch_up=False).start()
+    try:
+        assert watcher.wait_ready(WAIT_S)
+        assert inotify_watches() == vault_folders(vault.root)  # "Again" is Folder: one inode, one watch
+        assert any("not following 1 symlink(s) out of the vault" in e.detail for e in events)
+        vault.write("Folder/Gamma.md", "# Gamma\n")
+        wait_until(lambda: runner.given("Folder/Gamma.md"), "a change in a watched folder")
+        (outside / "sub3" / "Hidden.md").write_text("# not the vault's\n", encoding="utf-8")
+        (vault.root / "New").mkdir()  # a new folder: watched once the watch is placed again
+        wait_until(lambda: inotify_watches() == vault_folders(vault.root), "the new folder watched")
+        vault.write("New/Delta.md", "# Delta\n")
+        wait_until(lambda: runner.given("New/Delta.md"), "a note in the new folder")
+    finally:
+        watcher.stop()
+    assert not any(path.startswith("Elsewhere") for run in runner.runs for path in run)
+
+
+def test_a_link_out_made_while_watching_is_let_go(vault, db_path, tmp_path):
+    vault.write("Alpha.md", "# Alpha\n")
+    outside = big_folder(tmp_path / "outside")
+    runner, events = RecordingRunner(), []
+    watcher = VaultWatcher(vault.root, settings_for(db_path), runner, events.append, catch_up=False).start()
+    try:
+        assert watcher.wait_ready(WAIT_S)
+        assert inotify_watches() == vault_folders(vault.root)
+        (vault.root / "Elsewhere").symlink_to(outside, target_is_directory=True)
+        wait_until(lambda: any("not following 1 symlink" in e.detail for e in events), "the watch placed again")
+        wait_until(lambda: inotify_watches() == vault_folders(vault.root), "no watch behind the link")
+        vault.write("Beta.md", "# Beta\n")
+        wait_until(lambda: runner.given("Beta.md"), "a change after the watch was placed again")
+    finally:
+        watcher.stop()
+
+
+def test_a_link_out_is_watched_where_the_import_follows_it(vault, db_path, tmp_path):
+    vault.write("Alpha.md", "# Alpha\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (vault.root / "Elsewhere").symlink_to(outside, target_is_directory=True)
+    runner = RecordingRunner()
+    settings = settings_for(db_path).with_values({"import": {"follow_external_symlinks": True}})
+    watcher = VaultWatcher(vault.root, settings, runner, catch_up=False).start()
+    try:
+        assert watcher.wait_ready(WAIT_S)
+        (outside / "Linked.md").write_text("# Linked\n", encoding="utf-8")
+        wait_until(lambda: runner.given("Elsewhere/Linked.md"), "a change behind a followed link")
+    finally:
+        watcher.stop()
+
+
+def test_a_second_watcher_of_one_database_waits_and_takes_over(vault, db_path):
+    """The TUI open beside a `mindtui watch` service: both imported every change (the second run
+    a no-change import reading the whole vault)."""
+    vault.write("Alpha.md", "# Alpha\n")
+    first, second, events = RecordingRunner(), RecordingRunner(), []
+    one = VaultWatcher(vault.root, settings_for(db_path), first, catch_up=False).start()
+    two = None
+    try:
+        assert one.wait_ready(WAIT_S)
+        two = VaultWatcher(vault.root, settings_for(db_path), second, events.append).start()  # catch_up=True
+        wait_until(lambda: any(e.kind == "waiting" and "another watcher (pid" in e.detail for e in events),
+                   "the second watcher waiting")
+        vault.write("Beta.md", "# Beta\n")
+        wait_until(lambda: first.given("Beta.md"), "the first watcher's run")
+        assert second.runs == [] and not two.wait_ready(0)
+        one.stop()
+        assert two.wait_ready(WAIT_S)
+        wait_until(lambda: second.given(CATCH_UP), "the catch-up of the watcher that took over")
+        vault.write("Gamma.md", "# Gamma\n")
+        wait_until(lambda: second.given("Gamma.md"), "the second watcher's run")
+    finally:
+        one.stop()
+        if two is not None:
+            two.stop()
+    assert not first.given("Gamma.md")
+    assert any(e.kind == "watching" and "this one watches now" in e.detail for e in events)
+
+
+def test_an_edit_after_failed_runs_is_tried_without_waiting_out_the_doubled_delay(vault, db_path):
+    """After a full disk or a busy database the wait doubles up to 64x retry_s; once the user has
+    made room and edits, that edit waited out the whole delay."""
+    vault.write("Alpha.md", "# Alpha\n")
+    runner = RecordingRunner(failing=1)
+    watcher = VaultWatcher(vault.root, settings_for(db_path, retry_s=60.0), runner, catch_up=False).start()
+    try:
+        assert watcher.wait_ready(WAIT_S)
+        vault.write("Beta.md", "# Beta\n")
+        wait_until(lambda: watcher._failures == 1, "the failed run")
+        with watcher._cond:  # a long failing streak: the next try is 64 x retry_s away
+            watcher._failures, watcher._due, watcher._tried = 6, time.monotonic() + 3840.0, time.monotonic() - 60.0
+        vault.write("Gamma.md", "# Gamma\n")
+        wait_until(lambda: runner.given("Gamma.md"), "the edit tried at once")
+    finally:
+        watcher.stop()
+    assert {"Beta.md", "Gamma.md"} <= runner.runs[1]  # the failed run's changes came along
