@@ -204,6 +204,21 @@ def test_a_client_that_reads_no_answers_stops_the_server_reading(fixed_db):
     assert not odd, (odd[:1], stderr[-2000:])  # (seen once in a loaded full run: what it was is kept)
 
 
+def test_requests_in_flight_past_the_services_connections_wait_for_one(fixed_db, monkeypatch):
+    """MAX_IN_FLIGHT calls ran at once on the service's 8 connections: the calls past 8 waited in
+    its pool, which gives up after database.busy_timeout_ms (a loaded full run got an error
+    result so). Made certain here with a pool that gives up after 1 ms."""
+    monkeypatch.setenv("MINDTUI_DATABASE__BUSY_TIMEOUT_MS", "1")
+    server = RawServer(fixed_db).start()
+    for request_id in range(MAX_IN_FLIGHT):
+        server.send(server.tool(request_id, "context_pack", {"query": "SQLite Suche", "budget_tokens": 100_000,
+                                                              "limit": 20}))
+    answers = [server.receive() for _ in range(MAX_IN_FLIGHT)]
+    failed = [a["result"]["structuredContent"] for a in answers if a["result"]["isError"]]
+    assert failed == [] and sorted(a["id"] for a in answers) == list(range(MAX_IN_FLIGHT))
+    assert server.close()[0] == 0
+
+
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 0)])
 def test_a_signal_ends_the_server(fixed_db, signum, code):
     server = RawServer(fixed_db).start()

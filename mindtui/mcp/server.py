@@ -27,7 +27,7 @@ from mindtui.config import Settings
 from mindtui.mcp.tools import TOOLS, ToolInputError, ToolSpec, cut
 from mindtui.mcp.transport import stdio_transport
 from mindtui.service import (
-    Audience, DatabaseError, InputError, MindtuiError, NoteNotFound, NotAllowed, Service,
+    PARALLEL_CALLS, Audience, DatabaseError, InputError, MindtuiError, NoteNotFound, NotAllowed, Service,
 )
 from mindtui.service.context import dumps
 
@@ -91,9 +91,18 @@ def build_server(service: Service, allow_proposals: bool = False) -> Server:
     async def list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listing)
 
+    # The transport lets MAX_IN_FLIGHT requests run, the service has PARALLEL_CALLS connections:
+    # the calls past those wait here, as long as it takes, instead of in the service's pool,
+    # which gives up after database.busy_timeout_ms ("all 8 connections stayed busy": an agent
+    # sending 16 context packs at once on a busy machine got errors for some).
+    limiter: list[anyio.CapacityLimiter] = []  # made in the event loop, on the first call
+
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         client = client_name(ctx)
-        return await anyio.to_thread.run_sync(call, service, tools, params.name, params.arguments, client)
+        if not limiter:
+            limiter.append(anyio.CapacityLimiter(PARALLEL_CALLS))
+        return await anyio.to_thread.run_sync(call, service, tools, params.name, params.arguments, client,
+                                              limiter=limiter[0])
 
     server = Server("mindtui", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
                     on_call_tool=call_tool)

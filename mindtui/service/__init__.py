@@ -34,6 +34,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "NeighboursView": ("mindtui.service.views", None),
     "NoteView": ("mindtui.service.views", None),
     "store_failure": ("mindtui.store.failures", None),
+    "PARALLEL_CALLS": ("mindtui.store.pool", "MAX_CONNECTIONS"),  # a service serves this many calls at once
     # The curation queue (Service.curation_*).
     "ActionOutcome": ("mindtui.service.curation", None),
     "CURATION_KINDS": ("mindtui.service.curation", "KIND_NAMES"),
