@@ -7,6 +7,7 @@ what is asserted. The kernel's own count of a watch's inotify watches is read fr
 from __future__ import annotations
 
 import os
+import shutil
 import time
 
 from test_watch import WAIT_S, wait_until
@@ -91,9 +92,15 @@ def test_a_symlink_out_of_the_vault_is_not_watched_and_the_vault_still_is(vault,
         wait_until(lambda: inotify_watches() == vault_folders(vault.root), "the new folder watched")
         vault.write("New/Delta.md", "# Delta\n")
         wait_until(lambda: runner.given("New/Delta.md"), "a note in the new folder")
+        shutil.rmtree(vault.root / "Folder")  # a folder gone: placed again without it
+        wait_until(lambda: runner.given("Folder"), "the deleted folder")
+        wait_until(lambda: inotify_watches() == vault_folders(vault.root), "the watch without the folder")
+        vault.write("New/Eta.md", "# Eta\n")
+        wait_until(lambda: runner.given("New/Eta.md"), "a change after the folder went")
     finally:
         watcher.stop()
     assert not any(path.startswith("Elsewhere") for run in runner.runs for path in run)
+    assert [e.detail for e in events if e.kind == "failed"] == []  # never fell back to polling
 
 
 def test_a_link_out_made_while_watching_is_let_go(vault, db_path, tmp_path):

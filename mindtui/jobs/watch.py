@@ -341,6 +341,7 @@ class VaultWatcher:
             if folder is None:
                 return
             self.filter.links_out.clear()
+            self.filter.folders.clear()  # (a folder gone since was noticed, or the catch-up finds it)
             self.filter.remember_folders()
             self.filter.rewatch = ""
             # A recursive watch (notify's) follows every symlinked folder, one to /usr too (15,451
@@ -381,6 +382,9 @@ class VaultWatcher:
             except (OSError, RuntimeError) as exc:  # e.g. the inotify watch limit, a vanished vault
                 if self._vault_folder() != folder and not self._stop.is_set():
                     continue  # the vault went away under the watch: wait for it, as above
+                if one_by_one and not self._stop.is_set() and not all(map(os.path.isdir, paths)):
+                    self.notice([CATCH_UP])  # a folder went away while the watch was placed: again
+                    continue
                 if UNDECODABLE in str(exc) and not self._stop.is_set():
                     # A change to a file whose name is not UTF-8 (the import skips it with a
                     # warning) ends watchfiles' watch, polling's too: lost are that change's
