@@ -28,7 +28,8 @@ def open_closed_streams() -> None:
         if opened != fd:  # (a lower one was free too: it is filled first, so this is rare)
             os.dup2(opened, fd)
             os.close(opened)
-        setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False))
+        setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False,
+                                errors="strict" if fd == 0 else "backslashreplace"))  # as Python's own stderr
 
 
 def _tui_db(argv: list[str]) -> tuple[bool, str | None]:

@@ -134,7 +134,7 @@ def test_an_error_that_ends_the_app_exits_non_zero_and_stops_the_job(service, ca
     assert outcome.cancelled or ran != JOBS["nightly"], (outcome.returncode, ran)
 
 
-async def test_the_running_step_line_changes_every_second_by_itself(service):
+async def test_the_running_step_line_changes_by_itself(service):
     """With the app's clock on (as `mindtui` runs it): no new report comes, the line still moves."""
     from mindtui.tui.app import make_app
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from mindtui.errors import DatabaseError, JobLockedError
 from mindtui.store.failures import store_failure
 
-__all__ = ["JobLock", "JobLockedError", "WATCH_JOB", "WatchClaim"]
+__all__ = ["JobLock", "JobLockedError", "WATCH_JOB"]
 
 WATCH_JOB = "watch"  # the live vault's import job: short, so others wait for it
 _WAIT_STEP_S = 0.05
@@ -119,43 +119,3 @@ class JobLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
-
-
-class WatchClaim:
-    """One watcher per database (`<db>.watch-lock`): a second one (the TUI beside a `mindtui
-    watch` service, a watch started twice) would import every change once more, a no-change run
-    that reads the whole vault. It waits instead, and takes over when the first one stops."""
-
-    def __init__(self, db_path: Path, who: str) -> None:
-        self.path = Path(str(db_path) + ".watch-lock")
-        self.who = who
-        self._fd: int | None = None
-
-    def take(self) -> str | None:
-        """None once this process holds the claim; else who holds it ("pid N, name")."""
-        if self._fd is not None:
-            return None
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise store_failure(exc, self.path) or DatabaseError(f"{self.path}: cannot use the watch lock ({exc})") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid, who = _holder(fd)
-            os.close(fd)
-            return f"pid {pid or 'unknown'}{f', {who}' if who else ''}"
-        try:
-            os.pwrite(fd, f"{os.getpid()} {self.who}".encode("ascii", "replace")[:NAME_WIDTH].ljust(NAME_WIDTH), 0)
-            os.ftruncate(fd, NAME_WIDTH)
-        except OSError:
-            pass  # the name only helps the message of a second watcher; the claim is held all the same
-        self._fd = fd
-        return None
-
-    def release(self) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None

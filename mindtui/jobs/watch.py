@@ -14,8 +14,7 @@ the paths are a hint. A run's import and embedding each stop after their budget
 (watch.import_budget_s, watch.embed_budget_s) and the next run goes on. It runs under the job lock
 as job `watch`: when another job holds the lock the runner says `locked` (without starting
 anything), and the watcher yields (keeps the changes, looks again `watch.retry_s` later); a job
-that finds the watcher holding it waits for it (see jobs.lock). One watcher per database
-(jobs.lock.WatchClaim): a second waits and takes over when the first stops. A folder symlinked
+that finds the watcher holding it waits for it (see jobs.lock). A folder symlinked
 from outside the vault, which the import does not follow, is not watched: with one the vault is
 watched folder by folder. Nothing here imports a front end.
 """
@@ -24,7 +23,6 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -32,7 +30,6 @@ from pathlib import Path
 from typing import Callable, Iterable, Protocol
 
 from mindtui.config import Settings
-from mindtui.jobs.lock import WatchClaim
 from mindtui.text.globs import excluded_by
 
 # File system types where kernel change events do not see other machines' writes.
@@ -121,11 +118,14 @@ class NoteFilter:
         top = os.path.join(self.root, under)
         real_root = os.path.realpath(self.root)
         for current, names, _ in os.walk(top):  # symlinks are listed, not descended into
-            names[:] = [name for name in names if not name.startswith(".")]
             rel = os.path.relpath(current, self.root).replace(os.sep, "/")
+            # Dot folders hold no notes, but a link out in one (`.obsidian/plugins/dev` ->
+            # ~/code/plugin) is followed by a recursive watch all the same.
+            in_dot = rel != "." and any(part.startswith(".") for part in rel.split("/"))
             for name in names:
                 child = name if rel == "." else f"{rel}/{name}"
-                self.folders.add(child)
+                if not in_dot and not name.startswith("."):
+                    self.folders.add(child)
                 if child not in self.links_out and self.leads_out(os.path.join(current, name), real_root):
                     self.links_out.add(child)
                     self.rewatch = "link"  # (a folder moved in with such a link inside it)
@@ -149,7 +149,12 @@ class NoteFilter:
         """The vault-relative path of a change that concerns the index, else None."""
         rel = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
         parts = rel.split("/")
-        if rel == "." or parts[0] == ".." or any(part.startswith(".") for part in parts):
+        if rel == "." or parts[0] == "..":
+            return None
+        if any(part.startswith(".") for part in parts):
+            if rel not in self.links_out and self.leads_out(path):  # (a recursive watch follows it)
+                self.links_out.add(rel)
+                self.rewatch = "link"
             return None
         if excluded_by(rel, self.exclude) is not None:
             return None
@@ -195,8 +200,6 @@ class VaultWatcher:
         self.max_wait_s = settings.watch.max_wait_s
         self.retry_s = settings.watch.retry_s
         self.filter = NoteFilter(self.vault, settings.import_.exclude, settings.import_.follow_external_symlinks)
-        self.claim = WatchClaim(settings.db_path, " ".join([os.path.basename(sys.argv[0] or "python"), *sys.argv[1:2]]))
-        self._claimed = False  # the import thread runs nothing before the watch claim is held
         if force_polling is None:
             mode = settings.watch.polling
             force_polling = mode == "always" or (mode == "auto" and on_network_file_system(self.vault))
@@ -210,6 +213,7 @@ class VaultWatcher:
         self._more = False  # the last run left work: the next one follows without a change
         self._failures = 0  # failed runs in a row: each doubles the wait before the next try
         self._tried = 0.0  # when the last run ended
+        self._failed = ""  # what the last failed run said (said once while it stays the same)
         self._waiting = False  # the last run found the lock held (said once)
         self._held = ""  # what the last run held back, said once
         self._stop = threading.Event()
@@ -269,41 +273,21 @@ class VaultWatcher:
             due = min(now + self.quiet_s, self._since + self.max_wait_s)
             if self._failures and self._due > due:
                 # After failed runs the next try waits longer each time (a full disk, a busy
-                # database); an edit may come once that is cleared: try again then, though
-                # not sooner than retry_s after the last try.
-                self._due = max(due, self._tried + self.retry_s)
+                # database); an edit may come once that is cleared: try it quiet_s after it,
+                # though not sooner than retry_s after the last try.
+                self._due = max(now + self.quiet_s, self._tried + self.retry_s)
             else:
                 self._due = max(self._due, due)
             self._cond.notify_all()
 
     def _watch(self) -> None:
         try:
-            if self._claim():
-                self._follow()
+            self._follow()
         except Exception as exc:  # (watchfiles missing or broken) said as a change, not a thread's traceback
             self.on_change(VaultChange("failed", frozenset(), f"the vault is not watched any more: "
                                                               f"{type(exc).__name__}: {exc}"))
         finally:
-            # Another watcher may take over now; a run still going (or pending) imports under
-            # the job lock as any does, so the two never write at once.
-            self.claim.release()
             self.ended.set()
-
-    def _claim(self) -> bool:
-        """Take the database's watch claim (jobs.lock.WatchClaim), waiting while another watcher
-        holds it; False when stopped first."""
-        other = self.claim.take()
-        if other is not None:
-            self.on_change(VaultChange("waiting", frozenset(), f"another watcher ({other}) keeps this database "
-                                                               f"current; this one takes over when it stops"))
-            while (other := self.claim.take()) is not None:
-                if self._stop.wait(self.retry_s):
-                    return False
-            self.on_change(VaultChange("watching", frozenset(), "the other watcher stopped: this one watches now"))
-        with self._cond:
-            self._claimed = True
-            self._cond.notify_all()
-        return True
 
     def _vault_folder(self) -> tuple[int, int] | None:
         """Which folder the vault path names now (device, inode); None while it is not a folder."""
@@ -348,6 +332,7 @@ class VaultWatcher:
             # inotify watches): with such a link the vault is watched folder by folder instead.
             one_by_one = bool(self.filter.links_out)
             paths = self.filter.watched_folders() if one_by_one else [self.filter.root]
+            looked_again = not one_by_one  # a folder made while the watch was placed is in no path
             how = ("polling" if polling else "file system events") + (
                 f"; folder by folder, not following {len(self.filter.links_out)} symlink(s) out of the vault"
                 if one_by_one else "")
@@ -367,6 +352,11 @@ class VaultWatcher:
                         placed_again = False
                         self.notice([CATCH_UP])
                     self.notice(rel for _, path in changes if (rel := self.filter.relative(path)))
+                    if not looked_again:  # once it is in place: a folder that came or went meanwhile
+                        looked_again = True
+                        self.filter.remember_folders()
+                        if self.filter.watched_folders() != paths or not all(map(os.path.isdir, paths)):
+                            self.filter.rewatch = self.filter.rewatch or "folders"
                     if self.filter.rewatch == "link" or (one_by_one and self.filter.rewatch):
                         placed_again = True
                         break
@@ -404,10 +394,9 @@ class VaultWatcher:
     def _imports(self) -> None:
         while True:
             with self._cond:
-                while not self._stop.is_set() and (not self._claimed or
+                while not self._stop.is_set() and (
                         not (self._pending or self._more) or time.monotonic() < self._due):
-                    waits = self._claimed and (self._pending or self._more)
-                    self._cond.wait(max(0.0, self._due - time.monotonic()) if waits else None)
+                    self._cond.wait(max(0.0, self._due - time.monotonic()) if self._pending or self._more else None)
                 if self._stop.is_set():
                     return
                 if not self.vault.is_dir():  # gone for now (the watch says so): nothing to import from
@@ -429,15 +418,18 @@ class VaultWatcher:
                 # The changes are kept for the next try: a held lock ends, a failure (a full disk, a
                 # busy database) may pass; a failing run waits twice as long each time (up to 64x).
                 failed = outcome.status == "failed"
-                if failed or not self._waiting:  # "waiting" once per held lock, not every retry_s
+                # "waiting" once per held lock, not every retry_s; a failure once until it changes
+                # (an edit is tried early, see notice(): a full disk and autosave would say it often)
+                if (failed and outcome.detail != self._failed) or (not failed and not self._waiting):
                     self.on_change(VaultChange("failed" if failed else "waiting", batch, outcome.detail))
                 self._waiting = not failed
+                self._failed = outcome.detail if failed else ""
                 with self._cond:
                     self._failures = self._failures + 1 if failed else 0
                     self._pending |= batch
                     self._due = max(self._due, time.monotonic() + self.retry_s * 2 ** min(self._failures, 6))
             elif outcome.status == "ok":
-                self._failures, self._waiting = 0, False
+                self._failures, self._waiting, self._failed = 0, False, ""
                 if outcome.detail and outcome.detail != self._held:
                     # Not tried again: it stays so until the user decides (the message says how);
                     # the next change is imported as usual, no later than any other.

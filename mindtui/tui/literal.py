@@ -19,7 +19,6 @@ from rich.cells import cell_len, get_character_cell_size
 from rich.text import Text
 from textual.content import Content
 from textual.widgets import Input, TextArea
-from textual.expand_tabs import expand_tabs_inline
 
 from mindtui.service.printable import BIDI_CONTROLS, CONTROL
 
@@ -68,7 +67,7 @@ class LiteralInput(Input):
         return Text(visible(self.value), no_wrap=True, overflow="ignore", end="")
 
     def _position_to_cell(self, position: int) -> int:
-        return cell_len(expand_tabs_inline(visible(self.value[:position]), 4))
+        return cell_len(visible(self.value[:position]))  # (a tab is drawn as a sign too: ␉)
 
     def _cell_offset_to_index(self, offset: int) -> int:
         shown = visible(self.value)  # one character for one: the indexes are the value's
