@@ -33,6 +33,10 @@ tui = pilot_app
 def keys(*pressed: str, note: str | None = None):
     """A run_before that opens `note` (if given), presses the keys and waits for the workers."""
     async def run_before(pilot):
+        # The start's workers first: the status line is read once, at the start. A search typed
+        # before that read ends starts the model's (failing) load, and a slow machine then read
+        # "model unavailable" instead of "model not loaded".
+        await settle(pilot)
         if note:
             pilot.app.open_note(note)
             await settle(pilot)
