@@ -31,6 +31,7 @@ from typing import Callable, Iterable, Protocol
 
 from mindtui.config import Settings
 from mindtui.text.globs import excluded_by
+from mindtui.vault.scan import inside
 
 # File system types where kernel change events do not see other machines' writes.
 NETWORK_FILE_SYSTEMS = frozenset({
@@ -86,8 +87,7 @@ def on_network_file_system(path: Path, mounts: Path = Path("/proc/mounts")) -> b
         if len(parts) < 3:
             continue
         point = parts[1].replace("\\040", " ")
-        inside = target == point or target.startswith(point.rstrip("/") + "/")
-        if inside and len(point) > len(best):
+        if inside(target, point) and len(point) > len(best):
             best, kind = point, parts[2]
     return kind in NETWORK_FILE_SYSTEMS
 
@@ -136,7 +136,7 @@ class NoteFilter:
             return False
         real_root = real_root or os.path.realpath(self.root)
         target = os.path.realpath(path)
-        return os.path.isdir(target) and target != real_root and not target.startswith(real_root.rstrip("/") + "/")
+        return os.path.isdir(target) and not inside(target, real_root)
 
     def watched_folders(self) -> list[str]:
         """Every folder to watch one by one (absolute), when a recursive watch would follow a

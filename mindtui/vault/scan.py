@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +56,8 @@ def _loops(link: str) -> bool:
         return exc.errno == errno.ELOOP
 
 
-def _inside(path: str, root: str) -> bool:
+def inside(path: str, root: str) -> bool:
+    """`path` is `root` or lies under it (both real paths: no link is resolved here)."""
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
@@ -128,13 +128,13 @@ def scan_vault(
             warn(rel, f"broken symlink (target {target} is missing); notes indexed from it are kept")
             result.unlisted.add(rel)
             return
-        if not _inside(target, real_root) and not follow_external_symlinks:
+        if not inside(target, real_root) and not follow_external_symlinks:
             warn(rel, f"symlink to {target}, outside the vault: not followed "
                       "(set import.follow_external_symlinks: true to index it)")
             return
         info = os.stat(target)
         if os.path.isdir(target):
-            if _inside(os.path.realpath(os.path.dirname(entry.path)), target):
+            if inside(os.path.realpath(os.path.dirname(entry.path)), target):
                 warn(rel, "symlink loop (it points to a folder that contains it): skipped")
                 return
             if (info.st_dev, info.st_ino) in seen_dirs:
