@@ -147,7 +147,7 @@ class JsonProgress:
     def step_finished(self, result) -> None:
         self.finish()
         self.emit("step_done", step=result.step, status=result.status, error=result.error,
-                  report=summary_report(result.report))
+                  report=summary_report(result.report), run_id=result.run_id)
 
     # -- progress and messages -------------------------------------------------------------
     def __call__(self, step: str, done: int, total: int, detail: str = "") -> None:

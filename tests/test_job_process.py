@@ -202,12 +202,13 @@ def test_json_progress_throttles_and_always_sends_a_steps_last_report():
     progress("import", 6, 10, "n6")  # an interval later: out, with a rate from the first report on
     progress("import", 7, 10, "n7")  # held back, then sent before step_done
     progress.step_finished(type("R", (), {"step": "import", "status": "cancelled", "error": "stop",
-                                          "report": {"warnings": [{"path": str(i)} for i in range(25)], "n": 3}})())
+                                          "report": {"warnings": [{"path": str(i)} for i in range(25)], "n": 3},
+                                          "run_id": 7})())
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert [(e["event"], e.get("done")) for e in lines] == [
         ("step", None), ("progress", 1), ("progress", 6), ("progress", 7), ("step_done", None)]
     assert lines[1]["rate"] is None and lines[2]["rate"] == 5.0 and lines[2]["eta_s"] == 0.8
-    assert lines[-1]["report"]["n"] == 3 and lines[-1]["report"]["warnings_total"] == 25
+    assert lines[-1]["report"]["n"] == 3 and lines[-1]["report"]["warnings_total"] == 25 and lines[-1]["run_id"] == 7
     assert len(lines[-1]["report"]["warnings"]) == 10
 
 

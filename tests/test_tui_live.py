@@ -4,16 +4,20 @@ and into the search results. Every wait is on a condition (see tui_support.settl
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
-from tui_support import no_model, pilot_app
+from tui_support import no_model, pilot_app, settle
+
+from mindtui.jobs.watch import VaultChange
 
 from mindtui.audience import Audience
 from mindtui.config import load_settings
 from mindtui.models.holder import ModelHolder
 from mindtui.service import Service
-from mindtui.tui.app import make_app
+from mindtui.tui.app import VaultChanged, make_app
 from mindtui.tui.note_pages import PagedMarkdown
 
 WAIT_S = 90.0
@@ -163,6 +167,16 @@ async def test_a_big_notes_links_are_followable(big_vault):
         assert app.screen.note.path == "plugin-0.md"
 
 
+async def search_walrus_then_write_it(pilot, vault):
+    """Search for a word no note has (the answer: nothing), then write it into Otter.md."""
+    await pilot.press(*"walrus")
+    screen = pilot.app.screen
+    await wait_for(pilot, lambda: screen.shown is not None and screen.shown[0] == screen.generation, "the first answer")
+    assert screen.results == []
+    vault.write("Otter.md", "# Otter\n\nOtters hold hands while they sleep, unlike a walrus.\n")
+    return screen
+
+
 async def test_the_open_note_and_the_search_follow_a_change_on_disk(vault, db_path):
     vault.write("Otter.md", "# Otter\n\nOtters hold hands while they sleep.\n")
     service = service_for(vault, db_path, watch={"embed": False, "quiet_s": 0.3})
@@ -170,12 +184,7 @@ async def test_the_open_note_and_the_search_follow_a_change_on_disk(vault, db_pa
     try:
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_for(pilot, lambda: app.watcher is not None and app.watcher.wait_ready(0), "the watcher")
-            await pilot.press(*"walrus")
-            screen = app.screen
-            await wait_for(pilot, lambda: screen.shown is not None and screen.shown[0] == screen.generation,
-                           "the first answer")
-            assert screen.results == []
-            vault.write("Otter.md", "# Otter\n\nOtters hold hands while they sleep, unlike a walrus.\n")
+            screen = await search_walrus_then_write_it(pilot, vault)
             await wait_for(pilot, lambda: [r.path for r in screen.results] == ["Otter.md"], "the search to follow")
 
             app.open_note("Otter.md")
@@ -186,6 +195,71 @@ async def test_the_open_note_and_the_search_follow_a_change_on_disk(vault, db_pa
             assert app.current_mode == "note" and note_screen.back_stack == []  # in place, not a new visit
     finally:
         service.close()
+
+
+def index_in_another_process(vault, db_path) -> None:
+    """`mindtui index` as a user runs it in another terminal (or a `mindtui watch` service would)."""
+    done = subprocess.run([sys.executable, "-m", "mindtui", "index", str(vault.root), "--db", str(db_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+
+async def test_an_import_by_another_process_shows_in_the_search_and_the_open_note(vault, db_path):
+    """The app's watcher is off (a `mindtui watch` service does the watching): the status poll sees
+    the other process's import and the views follow; an import that changed nothing is no news."""
+    vault.write("Otter.md", "# Otter\n\nOtters hold hands while they sleep.\n")
+    service = service_for(vault, db_path)
+    app = make_app(service.settings, service=service, load_model=False, poll_status=True, debounce_s=0,
+                   watch_vault=False)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_for(pilot, lambda: app.status_info is not None, "the first status read")
+            screen = await search_walrus_then_write_it(pilot, vault)
+            index_in_another_process(vault, db_path)
+            await wait_for(pilot, lambda: [r.path for r in screen.results] == ["Otter.md"], "the search to follow")
+
+            app.open_note("Otter.md")
+            await wait_for(pilot, lambda: app.current_mode == "note" and app.screen.note is not None, "the note")
+            note_screen, generation = app.screen, app.vault_generation
+            index_in_another_process(vault, db_path)  # nothing changed
+            await wait_for(pilot, lambda: app.status_info.index_changes != [] and
+                           app.status_info.notes == 1 and app._index_seen == max(app.status_info.index_changes),
+                           "a poll after the run")
+            assert app.vault_generation == generation
+            vault.write("Otter.md", "# Otter\n\nOtters hold hands while they sleep; seals do not.\n")
+            index_in_another_process(vault, db_path)
+            await wait_for(pilot, lambda: "seals do not" in note_screen.note.text, "the note to reload in place")
+            assert app.current_mode == "note" and note_screen.back_stack == []
+            assert app.vault_generation == generation + 1
+    finally:
+        service.close()
+
+
+async def test_the_apps_own_import_is_not_refreshed_again_by_the_status_poll(vault, db_path):
+    vault.write("Otter.md", "# Otter\n\nOtters hold hands.\n")
+    service = service_for(vault, db_path)
+    app = pilot_app(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        vault.write("Otter.md", "# Otter\n\nOtters hold hands while they sleep.\n")
+        own = service.run_job("index", steps=["import"])  # what the app's watcher's child ran
+        assert own.ok
+        app.post_message(VaultChanged(VaultChange("imported", frozenset({"Otter.md"}),
+                                                  report={"run_id": own.steps[0].run_id})))
+        await settle(pilot)
+        assert app.vault_generation == 1 and app.vault_paths == {"Otter.md"}
+        app.refresh_status()
+        await settle(pilot)
+        assert app.vault_generation == 1  # its own run: already shown
+        vault.write("Otter.md", "# Otter\n\nSeals do not.\n")
+        index_in_another_process(vault, db_path)
+        app.refresh_status()
+        await settle(pilot)
+        assert app.vault_generation == 2 and app.vault_paths == {"."}
+    assert service.summary()["index_changes"][0] > own.steps[0].run_id
+    with Service(service.settings, audience=Audience.AGENT, models=ModelHolder(embedder_factory=no_model)) as agent:
+        assert agent.summary()["index_changes"] == []  # when the owner's vault changed: not for agents
+    service.close()
 
 
 async def test_a_notes_text_shows_before_its_chunks_and_neighbours_are_loaded(big_vault, monkeypatch):

@@ -157,12 +157,12 @@ def wait_for_line(pane: Pane, index: int, text: str) -> None:
         time.sleep(0.05)
 
 
-def start_app(pane, db_path: Path, exit_file: Path, **env_extra: str) -> None:
+def start_app(pane, db_path: Path, exit_file: Path, redirect: str = "", **env_extra: str) -> None:
     env = {k: v for k, v in os.environ.items() if k.startswith(("MINDTUI_", "XDG_")) or k in ("HOME", "PATH")}
     env.update(env_extra)
     command = " ".join([
         "env", *(shlex.quote(f"{k}={v}") for k, v in env.items()), "TERM=xterm-256color",
-        shlex.quote(sys.executable), "-m", "mindtui", "--db", shlex.quote(str(db_path)), "tui",
+        shlex.quote(sys.executable), "-m", "mindtui", "--db", shlex.quote(str(db_path)), "tui", redirect,
         ";", "echo", "$?", ">", shlex.quote(str(exit_file))])
     pane.tmux("new-session", "-d", "-s", "main", "-x", "80", "-y", "24", command)
 
@@ -231,3 +231,17 @@ def test_a_job_started_and_cancelled_in_a_real_terminal(pane, sample_vault, db_p
     assert last["status"] == "cancelled", last
     pane.press("F2", shows="^f Filters")  # the app goes on: Search mode
     quit_app(pane, exit_file)
+
+
+@pytest.mark.parametrize("redirect", ["2>&-", "2>{log}"])
+def test_the_app_draws_on_the_terminal_when_stderr_is_closed_or_sent_to_a_file(pane, sample_vault, db_path,
+                                                                                tmp_path, redirect):
+    """Textual draws on fd 2: with `2>log` the screen went into the log, with `2>&-` the app failed."""
+    build_fixed_db(sample_vault.root, db_path)
+    exit_file, log = tmp_path / "exit-code", tmp_path / "stderr.log"
+    start_app(pane, db_path, exit_file, redirect.format(log=shlex.quote(str(log))), MINDTUI_WATCH__EMBED="false")
+    pane.wait_for("cards")
+    pane.press("Zettelkasten", shows="Zettelkasten.md")
+    quit_app(pane, exit_file)
+    if "log" in redirect:
+        assert "\x1b" not in log.read_text(encoding="utf-8", errors="replace")  # no screen in the file

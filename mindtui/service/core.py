@@ -281,9 +281,8 @@ class Service:
         }
 
     def summary(self) -> dict:
-        """The few figures a status line shows, cheap enough to poll every second or two: the
-        counts are read again only after some connection wrote (status() scans every table).
-        Open curation cards are counted for the owner only."""
+        """The status line's figures, cheap to poll: read again only after some connection wrote (status()
+        scans every table). For the owner only: open cards and index_changes (store.jobs.index_changes)."""
         with self._pool.connection() as pooled:
             conn = pooled.conn
             stamp = (data_version(conn), conn.total_changes())
@@ -293,10 +292,12 @@ class Service:
                 coverage = vector_store.chunk_coverage(conn, model_id or "")
                 embeddable = coverage["chunks"] - coverage["chunks_ai_excluded"]
                 figures = {"notes": note_store.note_count(conn),
-                           "coverage": round(coverage["chunks_with_vector"] / embeddable, 4) if embeddable else 1.0}
+                           "coverage": round(coverage["chunks_with_vector"] / embeddable, 4) if embeddable else 1.0,
+                           "index_changes": job_store.index_changes(conn)}
                 cached = pooled.cache["summary"] = (stamp, figures)
             figures = dict(cached[1])
-        figures["cards"] = self.curation_counts() if self.audience is Audience.OWNER else {}
+        owner = self.audience is Audience.OWNER  # (when the owner's vault changed is no agent's business)
+        figures["cards"], figures["index_changes"] = (self.curation_counts(), figures["index_changes"]) if owner else ({}, [])
         figures["models"] = [state.as_dict() for state in self.models.states(self.settings)]
         return figures
 
@@ -306,8 +307,7 @@ class Service:
                 "loaded": [state.as_dict() for state in self.models.states(self.settings)]}
 
     def retry_models(self) -> None:
-        """Forget remembered model load failures: the next use tries again at once (without waiting
-        for models.retry_after_s), e.g. after the model was rebuilt. For a TUI key or a status action."""
+        """Forget model load failures: the next use tries at once, not after models.retry_after_s (a rebuilt model)."""
         self.models.forget_failures()
 
     def preload_models(self) -> None:

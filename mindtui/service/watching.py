@@ -111,7 +111,7 @@ class ChildImportRunner:
             report = event.get("report") or {}
             said = f"{event.get('step')}: {event.get('error')}"
             if event.get("step") == "import" and (event.get("status") == "ok" or report.get("deletions_refused")):
-                imported(report)
+                imported({**report, "run_id": event.get("run_id")})  # (the app knows its own runs by it)
                 reached = True
                 more = more or bool(report.get("remaining"))
                 if event.get("status") != "ok":

@@ -96,6 +96,22 @@ def recent_runs(conn: apsw.Connection, limit: int = 50) -> list[JobRun]:
     return [JobRun(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), r[8]) for r in rows]
 
 
+# What an import changed in the index (ImportReport's counts): a run without any left search as it was.
+_INDEX_CHANGED = " + ".join(f"coalesce(json_extract(report, '$.notes_{what}'), 0)"
+                            for what in ("added", "changed", "deleted", "renamed", "relinked"))
+
+
+def index_changes(conn: apsw.Connection, limit: int = 8) -> list[int]:
+    """The run ids of the newest import steps that changed the index (newest first), whichever
+    process ran them: a front end that sees one it did not run itself shows its views again.
+    A refused mass deletion fails the step after its other changes were written."""
+    rows = conn.execute(
+        "SELECT run_id FROM job_runs WHERE step = 'import' AND ended_at IS NOT NULL"
+        " AND (status = 'ok' OR coalesce(json_extract(report, '$.deletions_refused'), 0) != 0)"
+        f" AND {_INDEX_CHANGED} > 0 ORDER BY run_id DESC LIMIT ?", (limit,))
+    return [row[0] for row in rows]
+
+
 def recent_batches(conn: apsw.Connection, limit: int = 50) -> list[list[JobRun]]:
     """The last `limit` job invocations (newest first), each its step runs in the order they ran."""
     rows = conn.execute(

@@ -96,6 +96,11 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
         self.watch_vault = watch_vault
         self.watcher = None  # the live vault's VaultWatcher, once started
         self.vault_paths: frozenset[str] = frozenset()  # what the last import of the watcher brought in
+        # Imports this app did not run (a `mindtui watch` service, `mindtui index` in another
+        # terminal) are seen in the status poll: the newest import run that changed the index as
+        # last read (None: not read yet), and the runs the app's own watcher announced.
+        self._index_seen: int | None = None
+        self._own_imports: set[int] = set()
         self.debounce_s = debounce_s
         self.settings = settings
         self._service = service
@@ -221,6 +226,7 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
     def _vault_changed(self, message: VaultChanged) -> None:
         change = message.change
         if change.kind == "imported":
+            self._own_imports.add((change.report or {}).get("run_id") or 0)
             self.vault_paths = change.paths
             self.vault_generation += 1
         elif change.kind == "done":
@@ -251,6 +257,18 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
         self.status_info = message.info
         self.status_text = status_line(message.info, self.size.width)
         self.model_state = message.info.model_state
+        self._saw_imports(message.info.index_changes)
+
+    def _saw_imports(self, runs: list[int]) -> None:
+        """Another process imported changes: which notes is not known here, so Search runs its
+        query again and Note reloads its note ("." covers every path)."""
+        newest = max(runs, default=0)
+        if self._index_seen is not None and any(run > self._index_seen and run not in self._own_imports
+                                                for run in runs):
+            self.vault_paths = frozenset({"."})
+            self.vault_generation += 1
+        self._index_seen = max(newest, self._index_seen or 0)
+        self._own_imports = {run for run in self._own_imports if run > self._index_seen}
 
     # -- actions -------------------------------------------------------------------------
     def action_mode(self, mode: str) -> None:

@@ -26,13 +26,14 @@ class StatusInfo:
     cards: int = 0
     cards_by_kind: dict[str, int] = field(default_factory=dict)
     error: str = ""
+    index_changes: list[int] = field(default_factory=list)  # the newest import runs that changed the index
 
     @classmethod
     def read(cls, service: "Service") -> "StatusInfo":
         """Runs in a worker thread. A database that cannot be read is a status, not a crash."""
         info = cls(db=Path(service.db_path).name)
         summary = service.summary()
-        info.notes, info.coverage = summary["notes"], summary["coverage"]
+        info.notes, info.coverage, info.index_changes = summary["notes"], summary["coverage"], summary["index_changes"]
         for model in summary["models"]:
             if model["role"] == "embedding":
                 info.model_state, info.model_reason = model["status"], model["reason"]
