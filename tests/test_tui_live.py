@@ -11,10 +11,9 @@ import time
 import pytest
 from tui_support import no_model, pilot_app, settle
 
-from mindtui.jobs.watch import VaultChange
-
 from mindtui.audience import Audience
 from mindtui.config import load_settings
+from mindtui.jobs.watch import VaultChange
 from mindtui.models.holder import ModelHolder
 from mindtui.service import Service
 from mindtui.tui.app import VaultChanged, make_app
@@ -238,28 +237,30 @@ async def test_an_import_by_another_process_shows_in_the_search_and_the_open_not
 async def test_the_apps_own_import_is_not_refreshed_again_by_the_status_poll(vault, db_path):
     vault.write("Otter.md", "# Otter\n\nOtters hold hands.\n")
     service = service_for(vault, db_path)
-    app = pilot_app(service)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        vault.write("Otter.md", "# Otter\n\nOtters hold hands while they sleep.\n")
-        own = service.run_job("index", steps=["import"])  # what the app's watcher's child ran
-        assert own.ok
-        app.post_message(VaultChanged(VaultChange("imported", frozenset({"Otter.md"}),
-                                                  report={"run_id": own.steps[0].run_id})))
-        await settle(pilot)
-        assert app.vault_generation == 1 and app.vault_paths == {"Otter.md"}
-        app.refresh_status()
-        await settle(pilot)
-        assert app.vault_generation == 1  # its own run: already shown
-        vault.write("Otter.md", "# Otter\n\nSeals do not.\n")
-        index_in_another_process(vault, db_path)
-        app.refresh_status()
-        await settle(pilot)
-        assert app.vault_generation == 2 and app.vault_paths == {"."}
-    assert service.summary()["index_changes"][0] > own.steps[0].run_id
-    with Service(service.settings, audience=Audience.AGENT, models=ModelHolder(embedder_factory=no_model)) as agent:
-        assert agent.summary()["index_changes"] == []  # when the owner's vault changed: not for agents
-    service.close()
+    try:
+        app = pilot_app(service)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            vault.write("Otter.md", "# Otter\n\nOtters hold hands while they sleep.\n")
+            own = service.run_job("index", steps=["import"])  # what the app's watcher's child ran
+            assert own.ok
+            app.post_message(VaultChanged(VaultChange("imported", frozenset({"Otter.md"}),
+                                                      report={"run_id": own.steps[0].run_id})))
+            await settle(pilot)
+            assert app.vault_generation == 1 and app.vault_paths == {"Otter.md"}
+            app.refresh_status()
+            await settle(pilot)
+            assert app.vault_generation == 1  # its own run: already shown
+            vault.write("Otter.md", "# Otter\n\nSeals do not.\n")
+            index_in_another_process(vault, db_path)
+            app.refresh_status()
+            await settle(pilot)
+            assert app.vault_generation == 2 and app.vault_paths == {"."}
+        assert service.summary()["index_changes"][0] > own.steps[0].run_id
+        with Service(service.settings, audience=Audience.AGENT, models=ModelHolder(embedder_factory=no_model)) as agent:
+            assert agent.summary()["index_changes"] == []  # when the owner's vault changed: not for agents
+    finally:
+        service.close()
 
 
 async def test_a_notes_text_shows_before_its_chunks_and_neighbours_are_loaded(big_vault, monkeypatch):

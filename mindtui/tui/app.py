@@ -262,12 +262,11 @@ class MindtuiApp(KeepsKeyOrder, ReportsWorkerErrors, App[int]):
     def _saw_imports(self, runs: list[int]) -> None:
         """Another process imported changes: which notes is not known here, so Search runs its
         query again and Note reloads its note ("." covers every path)."""
-        newest = max(runs, default=0)
         if self._index_seen is not None and any(run > self._index_seen and run not in self._own_imports
                                                 for run in runs):
             self.vault_paths = frozenset({"."})
             self.vault_generation += 1
-        self._index_seen = max(newest, self._index_seen or 0)
+        self._index_seen = max(runs, default=self._index_seen or 0)
         self._own_imports = {run for run in self._own_imports if run > self._index_seen}
 
     # -- actions -------------------------------------------------------------------------
