@@ -416,3 +416,40 @@ def test_an_agent_is_told_no_card_number_that_counts_cards_hidden_notes_decide(t
         assert cards == (0 if hidden else 3)
     assert outputs[True] == outputs[False]
     assert [d["decision"] for d in json.loads(outputs[True])] == ["card", "card"]
+
+
+def test_an_agent_never_searches_with_values_fitted_to_the_owners_opens(vault, db_path):
+    """The nightly fits search settings to the owner's opens, private notes' among them: even with
+    privacy.agent_uses_history an agent's ranking is the shipped one, while the owner's moves."""
+    from mindtui.store.meta import set_meta
+
+    for name, text in [("Offen", "Garten und Beete im Sommer."), ("Holz", "Hochbeete aus Holz, Garten."),
+                       ("Laube", "Eine Laube im Garten, Beete davor, Beete dahinter."),
+                       ("Kompost", "Kompost für Beete."), ("Zaun", "Ein Zaun um den Garten.")]:
+        vault.write(f"{name}.md", f"# {name}\n\n{text}\n")
+    vault.write("Geheim.md", "---\nprivate: true\n---\n# Geheim\n\nGarten hinter dem Haus.\n")
+    run_import(db_path, vault.root)
+    fake = DeterministicFakeEmbedder()
+    conn = open_database(db_path)
+    try:
+        run_embed_sweep(conn, fake, batch_size=16)
+    finally:
+        conn.close()
+    settings = load_settings().with_values({"db": str(db_path), "search": {"min_cosine": -1.0},
+                                            "privacy": {"agent_uses_history": True}})
+    holder = ModelHolder(embedder_factory=lambda settings, say: fake)
+
+    def scores(audience: Audience) -> dict[str, float]:
+        with Service(settings, audience=audience, models=holder) as service:
+            results = service.search("Garten Beete", SearchOptions(log=False)).results
+        return {r.path: r.score for r in results}
+
+    before = {audience: scores(audience) for audience in (Audience.OWNER, Audience.AGENT)}
+    conn = open_database(db_path)
+    try:
+        with conn:  # what a nightly fit adopts
+            set_meta(conn, "search_learnt", json.dumps({"values": {"convex_alpha": 0.05}}))
+    finally:
+        conn.close()
+    assert scores(Audience.OWNER) != before[Audience.OWNER]
+    assert scores(Audience.AGENT) == before[Audience.AGENT]

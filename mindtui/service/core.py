@@ -97,8 +97,8 @@ class Service:
             return self._registry
 
     def _engine(self, pooled, say: Say | None = None) -> SearchEngine:
-        # An agent's engine learns only with privacy.agent_uses_history: the values come from the owner's opens.
-        learns = self.audience is Audience.OWNER or self.settings.privacy.agent_uses_history
+        # Learnt values are fitted to the owner's opens, private notes' too: never an agent's.
+        learns = self.audience is Audience.OWNER
         return cached_engine(pooled, self.settings, learns, lambda: SearchModels(self.models, self.settings, say))
 
     def _redactor(self) -> "_Redactor":

@@ -27,8 +27,7 @@ def cached_engine(pooled: PooledConnection, settings: Settings, learns: bool,
     the values the nightly fit learnt (search.fit) changed. They apply where the user set nothing
     and are read on every search (one row of meta): a nightly that ran in a child process, or from
     cron, while this process lives is picked up when it has ended, not at the next start.
-    learns False (an agent without privacy.agent_uses_history): no learnt values, they come from
-    the owner's opens."""
+    learns False (an agent): no learnt values, they come from the owner's opens."""
     learnt = learnt_values(pooled.conn) if learns else {}
     cached = pooled.cache.get("engine")
     if cached is None or cached[0] != learnt:
