@@ -64,3 +64,34 @@ def test_the_owner_still_finds_the_private_notes_statement(tmp_path):
     with Service(settings, audience=Audience.OWNER, models=ModelHolder()) as owner:
         items = sorted((i.source_path, i.status) for i in owner.knowledge_list())
     assert items == [("Geheim.md", "draft"), ("Start.md", "draft")]
+
+
+def namesake_knowledge(root, hidden_namesake: bool) -> str:
+    """A visible note's callout about [[Emre]], a visible person Personen/Emre.md and, with
+    `hidden_namesake`, a private person of the same file name: what an agent gets."""
+    vault = Vault(root / "vault")
+    vault.write("Personen/Emre.md", "---\ntype: person\n---\n# Emre\n\nKollege.\n")
+    if hidden_namesake:
+        vault.write("Privat/Emre.md", "---\ntype: person\nprivate: true\n---\n# Emre\n\nJemand anderes.\n")
+    vault.write("Projekte/Alpha.md", "# Alpha\n\n> [!decision] Wir verwenden SQLite\n> about: [[Emre]]\n"
+                                     "> Eine Datei reicht.\n")
+    settings = load_settings().with_values({"db": str(root / "mindtui.db")})
+    with Service(settings, audience=Audience.OWNER, models=ModelHolder()) as owner:
+        assert owner.run_job("nightly", steps=["import", "consolidate"], vault=vault.root).ok
+    share_item_key(settings.db_path)
+    with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
+        items = tools.knowledge_search(agent, {"limit": 50}, "scout")["items"]
+        counts = {k: v for k, v in agent.status().items() if k.startswith("knowledge_")}
+    for item in items:
+        item.pop("valid_from")
+    return dumped({"items": items, "counts": counts})
+
+
+def test_a_hidden_namesake_does_not_keep_a_visible_notes_callout_from_its_subject(tmp_path):
+    """[[Emre]] names two people by file name, one of them private: to an agent the visible
+    note's item is what it would be without the private one (about the visible Emre), not a
+    card the ambiguity made (which left the agent without the item)."""
+    probed = namesake_knowledge(tmp_path / "hidden", True)
+    assert probed == namesake_knowledge(tmp_path / "alone", False)
+    items = json.loads(probed)["items"]
+    assert [(i["title"], i["source_path"]) for i in items] == [("Wir verwenden SQLite", "Projekte/Alpha.md")]

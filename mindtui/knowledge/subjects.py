@@ -51,8 +51,11 @@ def matching_notes(conn: apsw.Connection, name: str) -> list[names.NamedNote]:
 
 
 def resolve_about(conn: apsw.Connection, about: str | None, entity_types: tuple[str, ...],
-                  any_note: bool = False) -> Subject:
-    """The subject of `about`. any_note: the owner chose the note (a card's answer): its type does not matter."""
+                  any_note: bool = False, for_agents_too: bool = False) -> Subject:
+    """The subject of `about`. any_note: the owner chose the note (a card's answer): its type does not matter.
+    for_agents_too: the proposal comes from a note agents may see, so its item must be what it
+    would be without the notes hidden from them: among several entities, the only one they may
+    see is the subject (a private `Privat/Emre.md` beside `Personen/Emre.md` makes no card)."""
     if about is None:
         return Subject()
     if about.startswith("topic:"):
@@ -60,6 +63,9 @@ def resolve_about(conn: apsw.Connection, about: str | None, entity_types: tuple[
     found = matching_notes(conn, about)
     wanted = {t.lower() for t in entity_types}
     entities = found if any_note else [r for r in found if r.type.lower() in wanted]
+    if len(entities) > 1 and for_agents_too:
+        seen = [r for r in entities if store.note_open_to_agents(conn, r.note_id)]
+        entities = seen if len(seen) == 1 else entities
     if len(entities) == 1:
         return Subject(note_id=entities[0].note_id)
     return Subject(unresolved=about, candidates=tuple(

@@ -177,13 +177,16 @@ def _embed(conn, embedder, proposal: Proposal, source: Source, notes: list[str])
 
 def _decide(ctx: _Ctx) -> Decision:
     conn, proposal, source = ctx.conn, ctx.proposal, ctx.source
+    from_seen_note = False  # stated in a note agents may see
     if source.type == "note":
         note = store.source_note(conn, source.note_id or "")
         if note is None:
             return Decision("invalid", f"source note {source.note_id} is not in the index")
         if not note.ai_processing:
             return Decision("invalid", f"consent: {note.path} has `ai_processing: none`; nothing is taken from it")
-    subject = resolve_about(ctx.about_conn, proposal.about, tuple(ctx.settings.knowledge.entity_types), any_note=ctx.force is not None)
+        from_seen_note = not note.private
+    subject = resolve_about(ctx.about_conn, proposal.about, tuple(ctx.settings.knowledge.entity_types),
+                            any_note=ctx.force is not None, for_agents_too=from_seen_note)
     if subject.unresolved is not None:
         if ctx.force is not None:
             return Decision("invalid", f"about {proposal.about!r} names no single note")
