@@ -453,3 +453,25 @@ def test_an_agent_never_searches_with_values_fitted_to_the_owners_opens(vault, d
         conn.close()
     assert scores(Audience.OWNER) != before[Audience.OWNER]
     assert scores(Audience.AGENT) == before[Audience.AGENT]
+
+
+def namesake_log_world(root: Path, hidden_namesake: bool) -> Settings:
+    """The open work log pairs Alpha with [[Beta]]; with hidden_namesake a private Privat/Beta.md
+    makes that name ambiguous by file name."""
+    vault = Vault(root / "vault")
+    for name in ("Alpha", "Projekte/Beta", "Gamma"):
+        vault.write(f"{name}.md", f"# {name.rpartition('/')[2]}\n\nAbout it.\n")
+    if hidden_namesake:
+        vault.write("Privat/Beta.md", "---\nprivate: true\n---\n# Beta\n\nSomeone else.\n")
+    vault.write("Journal/Arbeitslog.md", WORK_LOG, dedent=False)
+    settings = load_settings().with_values({"db": str(root / "mindtui.db")})
+    with Service(settings, audience=Audience.OWNER, models=ModelHolder()) as owner:
+        assert owner.run_job("nightly", steps=["import", "graph"], vault=vault.root).ok
+    return settings
+
+
+def test_a_hidden_namesake_takes_no_session_from_a_visible_note(tmp_path):
+    seen = agent_graph_outputs(namesake_log_world(tmp_path / "hidden", True))
+    assert agent_graph_outputs(namesake_log_world(tmp_path / "alone", False)) == seen
+    alpha = json.loads(seen)["Alpha"]["groups"]["change"]
+    assert [(n["title"], n["weight"]) for n in alpha] == [("Beta", 1.0)]

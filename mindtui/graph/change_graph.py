@@ -24,7 +24,7 @@ from mindtui.config import Settings
 from mindtui.graph.change_log import LogColumns, Session, read_work_log
 from mindtui.store import graph_store
 from mindtui.store.edges import EdgeRow
-from mindtui.vault.resolve import NameIndex
+from mindtui.vault.resolve import NameIndex, Resolution
 from mindtui.text.globs import excluded_by
 from mindtui.vault.scan import scan_vault
 
@@ -73,6 +73,18 @@ def confidence_of(sessions: int) -> float:
 MASS_EDIT_TARGETS_SHOWN = 20
 
 
+def seen_namesake(found: Resolution, log_id: str, hidden: set[str]) -> Resolution:
+    """A log agents may see names what it would without the notes hidden from them: a name that
+    is ambiguous only because hidden notes share it is the one visible namesake (as agents see
+    links: store.visibility), so a private `Privat/Emre.md` takes no session from `Personen/Emre.md`."""
+    if found.status != "ambiguous" or log_id in hidden:
+        return found
+    seen = [note_id for note_id in found.candidates if note_id not in hidden]
+    if len(seen) != 1:
+        return found
+    return Resolution("self", log_id) if seen[0] == log_id else Resolution("resolved", seen[0])
+
+
 def build_change_graph(conn: apsw.Connection, vault: Path, settings: Settings,
                        include: set[tuple[str, str]] = frozenset()) -> ChangeGraphReport:
     report = ChangeGraphReport()
@@ -89,6 +101,7 @@ def build_change_graph(conn: apsw.Connection, vault: Path, settings: Settings,
     indexed_paths = {ref.path for ref in indexed}
     for ref in indexed:
         names.add_note(ref.note_id, ref.path, ref.aliases)
+    hidden = graph_store.hidden_note_ids(conn)
     for file in scan.files:
         if file.path not in indexed_paths:
             names.add_note(outside_id(file.path), file.path, [])
@@ -111,7 +124,7 @@ def build_change_graph(conn: apsw.Connection, vault: Path, settings: Settings,
             report.sessions += 1
             members: list[str] = []
             for target in session.targets:
-                found = names.resolve(target, log_id, log.path)
+                found = seen_namesake(names.resolve(target, log_id, log.path), log_id, hidden)
                 if found.status == "resolved" and found.note_id not in members:
                     members.append(found.note_id)
                 elif found.status in ("missing", "ambiguous"):

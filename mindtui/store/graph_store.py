@@ -9,7 +9,7 @@ import apsw
 
 from mindtui.store.edges import EdgeRow, insert_edges
 from mindtui.store.note_vectors import stored_vectors
-from mindtui.store.visibility import model_readable
+from mindtui.store.visibility import hidden_by_flags, model_readable
 
 CHANGE_SIGNAL = "change"
 
@@ -25,6 +25,11 @@ class NoteRef:
 def all_note_refs(conn: apsw.Connection) -> list[NoteRef]:
     return [NoteRef(nid, path, title, json.loads(aliases)) for nid, path, title, aliases in
             conn.execute("SELECT note_id, path, title, aliases FROM notes ORDER BY path")]
+
+
+def hidden_note_ids(conn: apsw.Connection) -> set[str]:
+    """The notes agents may not see, by the flags stored at import (a few: the partial index)."""
+    return {nid for (nid,) in conn.execute(f"SELECT n.note_id FROM main.notes n WHERE {hidden_by_flags('n')}")}
 
 
 def replace_change_edges(conn: apsw.Connection, edges: list[EdgeRow]) -> None:
