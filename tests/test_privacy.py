@@ -284,8 +284,12 @@ def test_hidden_notes_cannot_crowd_visible_ones_out_of_an_agents_results(vault, 
     ("- private: true\n- ai_processing: none\n", False, True),  # a list, not a mapping
     ("{private: true, tags: [x}\n", True, True),  # named but not on a line of its own: restrictive
     ("tags: [a, b\n", True, False),  # broken, but no flag mentioned
+    # A flag given twice (YAML keeps the last): its restrictive value.
+    ("private: true\nprivate: false\n", True, True),
+    ("ai_processing: none\ntags: [a]\nai_processing: true\n", False, False),
+    ("visibility: private\nvisibility: public\n", True, True),
 ])
-def test_unreadable_frontmatter_keeps_its_consent_flags(vault, db_path, frontmatter, ai, private):
+def test_unreadable_or_doubled_frontmatter_keeps_its_consent_flags(vault, db_path, frontmatter, ai, private):
     vault.write("Kaputt.md", f"---\n{frontmatter}---\nZitronenbaum Gehaltszahl.\n", dedent=False)
     report = run_import(db_path, vault.root)
     conn = open_database(db_path)

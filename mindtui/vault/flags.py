@@ -69,6 +69,9 @@ def read_flags(metadata: dict) -> Flags:
 
 
 FLAG_KEYS = ("ai_processing", "private", "visibility")
+# What a flag given twice in one frontmatter counts as (YAML keeps the last silently; the owner's
+# intent is unknown): the restrictive value, as for one that cannot be read.
+RESTRICTIVE_VALUES = {"ai_processing": "none", "private": True, "visibility": "private"}
 _FLAG_LINE = re.compile(r"^\s*(ai_processing|private|visibility)\s*:\s*(.*?)\s*(?:\s#.*)?$", re.IGNORECASE)
 
 

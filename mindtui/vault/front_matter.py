@@ -16,6 +16,8 @@ import math
 import frontmatter
 import yaml
 
+from mindtui.vault.flags import RESTRICTIVE_VALUES
+
 MAX_DEPTH = 64  # nesting levels kept; deeper frontmatter is ignored (no note needs more)
 
 _HANDLER = frontmatter.YAMLHandler()
@@ -42,6 +44,17 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
             self.notices.append(f"frontmatter line {node.start_mark.line + 1}: {_short(node.value)!r} is not {what}"
                                 f" ({exc}); kept as text")
             return str(node.value)
+
+    def construct_document(self, node):
+        data = super().construct_document(node)
+        if isinstance(node, yaml.MappingNode) and isinstance(data, dict):
+            keys = [key.value for key, _ in node.value if isinstance(key, yaml.ScalarNode)]
+            for flag, restrictive in RESTRICTIVE_VALUES.items():
+                if keys.count(flag) > 1:
+                    data[flag] = restrictive
+                    self.notices.append(f"frontmatter: {flag} is given {keys.count(flag)} times; "
+                                        f"treated as {flag}: {str(restrictive).lower()}")
+        return data
 
     def construct_timestamp(self, node):
         return self._as_text(node, yaml.constructor.SafeConstructor.construct_yaml_timestamp, "a real date")
