@@ -324,22 +324,31 @@ def test_the_refilled_knn_stops_when_the_index_is_exhausted(db_path):
         conn.close()
 
 
-def test_an_agents_search_and_status_tell_nothing_of_the_owners_log_or_the_embedding_backlog(vault, db_path):
-    """No search log row id (it counts the owner's searches), no learnt settings (fitted to the
-    owner's opens), no backlog of passages to embed (it counts hidden notes' chunks)."""
-    from mindtui.store.meta import EMBED_REMAINING_KEY, set_meta
+def imported_and_embedded(vault, db_path, meta: dict[str, str] | None = None) -> DeterministicFakeEmbedder:
+    """The vault imported and embedded by the fake embedder, then `meta` set; the embedder."""
+    from mindtui.store.meta import set_meta
 
-    vault.write("Offen.md", "# Offen\n\nGarten und Beete.\n")
-    vault.write("Geheim.md", "---\nprivate: true\n---\n# Geheim\n\nGarten hinter dem Haus.\n")
     run_import(db_path, vault.root)
     fake = DeterministicFakeEmbedder()
     conn = open_database(db_path)
     try:
         run_embed_sweep(conn, fake, batch_size=16)
         with conn:
-            set_meta(conn, EMBED_REMAINING_KEY, "7")  # as a sweep stopped by its budget leaves it
+            for key, value in (meta or {}).items():
+                set_meta(conn, key, value)
     finally:
         conn.close()
+    return fake
+
+
+def test_an_agents_search_and_status_tell_nothing_of_the_owners_log_or_the_embedding_backlog(vault, db_path):
+    """No search log row id (it counts the owner's searches), no learnt settings (fitted to the
+    owner's opens), no backlog of passages to embed (it counts hidden notes' chunks)."""
+    from mindtui.store.meta import EMBED_REMAINING_KEY
+
+    vault.write("Offen.md", "# Offen\n\nGarten und Beete.\n")
+    vault.write("Geheim.md", "---\nprivate: true\n---\n# Geheim\n\nGarten hinter dem Haus.\n")
+    fake = imported_and_embedded(vault, db_path, {EMBED_REMAINING_KEY: "7"})  # as a sweep stopped by its budget leaves it
     settings = load_settings().with_values({"db": str(db_path), "search": {"min_cosine": -1.0}})
     holder = ModelHolder(embedder_factory=lambda settings, say: fake)
     with Service(settings, audience=Audience.OWNER, models=holder) as owner:
@@ -428,13 +437,7 @@ def test_an_agent_never_searches_with_values_fitted_to_the_owners_opens(vault, d
                        ("Kompost", "Kompost für Beete."), ("Zaun", "Ein Zaun um den Garten.")]:
         vault.write(f"{name}.md", f"# {name}\n\n{text}\n")
     vault.write("Geheim.md", "---\nprivate: true\n---\n# Geheim\n\nGarten hinter dem Haus.\n")
-    run_import(db_path, vault.root)
-    fake = DeterministicFakeEmbedder()
-    conn = open_database(db_path)
-    try:
-        run_embed_sweep(conn, fake, batch_size=16)
-    finally:
-        conn.close()
+    fake = imported_and_embedded(vault, db_path)
     settings = load_settings().with_values({"db": str(db_path), "search": {"min_cosine": -1.0},
                                             "privacy": {"agent_uses_history": True}})
     holder = ModelHolder(embedder_factory=lambda settings, say: fake)
