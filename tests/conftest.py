@@ -99,6 +99,26 @@ def run_import(db_path: Path, vault_root: Path, allow_mass_delete: bool = False,
         conn.close()
 
 
+def embed_all(db_path: Path, embedder, batch_size: int = 64):
+    """Give every chunk of the database a vector of `embedder`; the embedder."""
+    from mindtui.models.sweep import run_embed_sweep
+
+    conn = open_database(db_path)
+    try:
+        run_embed_sweep(conn, embedder, batch_size=batch_size)
+    finally:
+        conn.close()
+    return embedder
+
+
+def embed_with_fake(db_path: Path):
+    """embed_all with the deterministic fake embedder: a search with vectors to compare asks for
+    the model (a store without any never loads it)."""
+    from fakes import DeterministicFakeEmbedder
+
+    return embed_all(db_path, DeterministicFakeEmbedder())
+
+
 @contextmanager
 def imported(db_path: Path, vault_root: Path, **import_settings):
     """Import the vault, then hand out an open connection to the result (closed afterwards)."""
@@ -234,13 +254,7 @@ def rank_gguf(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def embedded_sample_db(tmp_path_factory, e5_embedder) -> Path:
     """The bundled sample vault imported and embedded with the real model, once per session (read it only)."""
-    from mindtui.models.sweep import run_embed_sweep
-
     db = tmp_path_factory.mktemp("sample-embedded") / "sample.db"
     run_import(db, SAMPLE_VAULT)
-    conn = open_database(db)
-    try:
-        run_embed_sweep(conn, e5_embedder, batch_size=16)
-    finally:
-        conn.close()
+    embed_all(db, e5_embedder, batch_size=16)
     return db

@@ -25,7 +25,7 @@ from mindtui.config import load_settings
 from mindtui.service import Service
 from mindtui.service.context import dumps, tokens_of
 
-from conftest import REPO, agents_number, run_import
+from conftest import REPO, agents_number, embed_with_fake, run_import
 
 AGENT_NAME = "test-agent"
 ALL_TOOLS = {"search", "neighbors", "get_note", "knowledge_search", "context_pack"}
@@ -254,6 +254,7 @@ async def test_a_search_while_the_model_loads_answers_from_full_text(fixed_db):
         return DeterministicFakeEmbedder()
 
     holder = ModelHolder(embedder_factory=slow_model)
+    embed_with_fake(fixed_db)
     settings = load_settings().with_overrides(db=str(fixed_db))
     with Service(settings, audience=Audience.AGENT, models=holder) as agent:
         agent.preload_models()

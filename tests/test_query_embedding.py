@@ -12,7 +12,7 @@ from mindtui.config import load_settings
 from mindtui.models.sweep import run_embed_sweep
 from mindtui.search import engine as engine_module
 from mindtui.search.engine import SearchEngine, SearchOptions
-from mindtui.search.query_vector import EMBEDDING_THREAD
+from mindtui.search.query_vector import EMBEDDING_THREAD, NO_VECTORS_NOTICE
 from mindtui.store import search_store
 from mindtui.store import vectors as vector_store
 
@@ -111,6 +111,7 @@ def test_an_embedder_failing_in_its_thread_leaves_full_text_results_and_a_notice
 
 def test_a_loading_model_is_not_waited_for_by_an_early_embedding(sky):
     """wait_for_model=False while the model loads: the full-text answer now, with its notice."""
+    run_embed_sweep(sky, DeterministicFakeEmbedder(), batch_size=64)
 
     class Loading:
         def embedder(self, wait):
@@ -124,6 +125,25 @@ def test_a_loading_model_is_not_waited_for_by_an_early_embedding(sky):
     response = engine.search("Kometen", SearchOptions(mode="hybrid", log=False, wait_for_model=False))
     assert response.results
     assert response.notices == ["the embedding model is loading; full-text results for now"]
+
+
+def test_a_store_without_vectors_never_loads_the_model(sky, db_path):
+    """Nothing embedded yet: the full-text answer and the notice, without the seconds a model
+    load takes per CLI search; once vectors exist (of any model) the model is asked for."""
+    asked = []
+
+    def embedder():
+        asked.append(1)
+        return DeterministicFakeEmbedder()
+
+    engine = SearchEngine(sky, _settings(10**9), ModelsFromCallables(embedder=embedder))
+    response = engine.search("Kometen", SearchOptions(mode="hybrid", log=False, rerank=False))
+    assert response.results and all("vector" not in r.explain for r in response.results)
+    assert response.notices == [NO_VECTORS_NOTICE] and asked == []
+    run_embed_sweep(sky, DeterministicFakeEmbedder(), batch_size=64)
+    response = engine.search("Kometen", SearchOptions(mode="hybrid", log=False, rerank=False))
+    assert asked and any("vector" in r.explain for r in response.results)
+    assert NO_VECTORS_NOTICE not in response.notices
 
 
 def test_full_text_mode_never_starts_an_embedding(sky, monkeypatch):

@@ -88,6 +88,8 @@ def test_without_vectors_hybrid_degrades_to_full_text_with_a_notice(stemming_vau
 
 
 def test_broken_model_degrades_to_full_text_with_a_notice(stemming_vault):
+    run_embed_sweep(stemming_vault, DeterministicFakeEmbedder(), batch_size=64)  # vectors to search
+
     def broken():
         raise ModelUnavailableError("cannot load the embedding model x.gguf: corrupt")
 

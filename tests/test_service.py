@@ -23,7 +23,7 @@ from mindtui.store import jobs as job_store
 from mindtui.store import open_database
 from mindtui.store.jobs import MAX_STORED_WARNINGS
 
-from conftest import run_import
+from conftest import embed_with_fake, run_import
 
 
 @pytest.fixture
@@ -134,6 +134,7 @@ def test_a_broken_model_is_tried_once_and_reported(sample_vault, db_path):
 
     settings = load_settings().with_overrides(db=str(db_path))
     run_import(db_path, sample_vault.root)
+    embed_with_fake(db_path)
     with Service(settings, audience=Audience.OWNER, models=ModelHolder(embedder_factory=broken)) as service:
         for _ in range(3):
             response = service.search("Zettelkasten", SearchOptions(log=False))
@@ -245,6 +246,7 @@ def test_closing_the_last_service_frees_the_model_and_a_late_load_is_not_kept(sa
 
     holder = ModelHolder(embedder_factory=slow)
     run_import(db_path, sample_vault.root)
+    embed_with_fake(db_path)
     settings = load_settings().with_overrides(db=str(db_path))
     service = Service(settings, audience=Audience.OWNER, models=holder)
     service.preload_models()  # the load starts in the background...

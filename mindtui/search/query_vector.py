@@ -22,6 +22,7 @@ from mindtui.store.meta import EMBED_REMAINING_KEY, get_meta
 from mindtui.store.vectors import CandidateScan, ScannedCandidates
 
 EMBEDDING_THREAD = "mindtui-query-embedding"
+NO_VECTORS_NOTICE = "no vectors yet (run `mindtui embed`); full-text results only"
 
 
 class QueryVector:
@@ -57,12 +58,16 @@ class QueryVector:
             notices.append("vector search unavailable: no embedding model configured; full-text results only")
             return None
         try:
+            # Before the model: loading it (seconds, for each CLI search) gives nothing to compare with.
+            if not store.has_vectors(self.conn):
+                notices.append(NO_VECTORS_NOTICE)
+                return None
             embedder = self.models.embedder(wait=self.wait)
             if embedder is None:
                 notices.append("the embedding model is loading; full-text results for now")
                 return None
             if not store.has_vectors(self.conn, embedder.model_id):
-                notices.append("no vectors yet (run `mindtui embed`); full-text results only")
+                notices.append(NO_VECTORS_NOTICE)
                 return None
             # The owner's only: counted over every note, it would tell an agent of hidden ones.
             remaining = get_meta(self.conn, EMBED_REMAINING_KEY) if self.owner else None

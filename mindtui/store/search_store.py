@@ -200,8 +200,11 @@ def exact_name_matches(conn: apsw.Connection, key: str) -> list[str]:
         " WHERE k.key = ? AND k.how IN ('title', 'alias') ORDER BY k.note_id", (key,))]
 
 
-def has_vectors(conn: apsw.Connection, model_id: str) -> bool:
-    """Whether any vector exists for the model (an index probe, not a count: this runs per search)."""
+def has_vectors(conn: apsw.Connection, model_id: str | None = None) -> bool:
+    """Whether any vector exists for the model (None: for any model); an index probe, not a
+    count: this runs per search."""
+    if model_id is None:
+        return conn.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone() is not None
     return conn.execute("SELECT 1 FROM embeddings WHERE model_id = ? LIMIT 1", (model_id,)).fetchone() is not None
 
 
