@@ -20,7 +20,7 @@ import pytest
 from mindtui.audience import Audience
 from mindtui.config import load_settings
 from mindtui.errors import JobLockedError
-from mindtui.jobs.lock import JobLock
+from mindtui.jobs.lock import WATCHER_LOCK_SUFFIX, JobLock, holder
 from mindtui.jobs.watch import NoteFilter, on_network_file_system
 from mindtui.service import SearchOptions, Service
 
@@ -118,6 +118,32 @@ def test_a_held_lock_makes_the_watcher_wait_then_it_imports(live, db_path):
         wait_until(lambda: fts_paths(service, "capybaras") == ["Delta.md"], "the import after the lock")
     finally:
         watcher.stop()
+
+
+def test_a_second_watcher_stands_by_until_the_first_stops(live, db_path):
+    """Two watchers of one database (a `mindtui watch` service and the TUI): one imports each change,
+    the other says once that it stands by, runs nothing, and takes over when the first stops."""
+    vault, service, events = live
+    first = start_watching(service, vault, events)
+    wait_until(lambda: holder(db_path, WATCHER_LOCK_SUFFIX) is not None, "the first watcher's lock")
+    second_events: list = []
+    second = start_watching(service, vault, second_events)
+    try:
+        try:
+            vault.write("Delta.md", "# Delta\n\nseen by both watchers: capybaras\n")
+            wait_until(lambda: fts_paths(service, "capybaras") == ["Delta.md"], "the first watcher's import")
+            waiting = wait_until(lambda: [e for e in second_events if e.kind == "waiting"], "the second to stand by")
+            assert "another watcher" in waiting[0].detail and "stands by" in waiting[0].detail
+            wait_until(lambda: first.idle, "the first watcher idle")
+            assert len(watch_runs(service)) == 1 and second.runner.children == 0
+        finally:
+            first.stop()
+        vault.write("Epsilon.md", "# Epsilon\n\nwritten after the first watcher stopped: okapis\n")
+        wait_until(lambda: fts_paths(service, "okapis") == ["Epsilon.md"], "the second watcher's import")
+    finally:
+        second.stop()
+    assert len([e for e in second_events if e.kind == "waiting"]) == 1
+    assert not [e for e in events + second_events if e.kind == "failed"]
 
 
 def test_a_job_waits_for_the_watchers_import_and_the_watcher_never_waits(db_path):

@@ -31,6 +31,9 @@ from mindtui.store.failures import store_failure
 __all__ = ["JobLock", "JobLockedError", "WATCH_JOB"]
 
 WATCH_JOB = "watch"  # the live vault's import job: short, so others wait for it
+# A watcher's own lock, held while it watches: one watcher per database imports, another (a
+# second `mindtui watch`, the TUI beside a watch service) stands by (service.watching).
+WATCHER_LOCK_SUFFIX = ".watch-lock"
 _WAIT_STEP_S = 0.05
 BUSY_GRACE_S = 0.5  # a holder not named yet, or a look at the lock: it is taken again this long
 # The holder's name fills this many bytes (padded with spaces, which readers strip): one write
@@ -44,10 +47,11 @@ def _holder(fd: int) -> tuple[str, str]:
     return pid, job
 
 
-def holder(db_path: Path) -> str | None:
+def holder(db_path: Path, suffix: str = ".lock") -> str | None:
     """The job holding the database's lock ("" when it has not said), or None when it is free.
-    Taking the lock for a moment is the only way to know; a job starting in that moment retries."""
-    path = Path(str(db_path) + ".lock")
+    Taking the lock for a moment is the only way to know; a job starting in that moment retries.
+    suffix: of the lock file's name (WATCHER_LOCK_SUFFIX: the watcher that imports)."""
+    path = Path(str(db_path) + suffix)
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -64,13 +68,14 @@ def holder(db_path: Path) -> str | None:
 
 
 class JobLock:
-    def __init__(self, db_path: Path, job: str = "job", wait_s: float = 0.0) -> None:
+    def __init__(self, db_path: Path, job: str = "job", wait_s: float = 0.0, suffix: str = ".lock") -> None:
         """job: who holds it (written into the lock file); wait_s: how long to wait for a
-        watcher's import that holds it (0: never wait)."""
-        self.path = Path(str(db_path) + ".lock")
+        watcher's import that holds it (0: never wait); suffix: of the lock file's name."""
+        self.path = Path(str(db_path) + suffix)
         self.job = job
         self.wait_s = wait_s
         self._fd: int | None = None
+        self.held_by = ""  # the pid of the holder that made the last acquire() fail ("" unknown)
 
     def acquire(self) -> None:
         try:
@@ -91,6 +96,7 @@ class JobLock:
                     time.sleep(_WAIT_STEP_S)  # the live vault's import ends within seconds
                     continue
                 os.close(fd)
+                self.held_by = pid
                 raise JobLockedError(
                     f"another mindtui job{f' ({job})' if job else ''} is already running on this database "
                     f"(pid {pid or 'unknown'}, lock {self.path}); try again when it has finished"
@@ -106,6 +112,10 @@ class JobLock:
 
     def _failure(self, exc: OSError) -> DatabaseError:
         return store_failure(exc, self.path) or DatabaseError(f"{self.path}: cannot use the job lock ({exc})")
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
 
     def release(self) -> None:
         if self._fd is not None:

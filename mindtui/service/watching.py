@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Callable
 
 from mindtui.config import Settings
-from mindtui.errors import DatabaseError
-from mindtui.jobs.lock import WATCH_JOB, holder
+from mindtui.errors import DatabaseError, JobLockedError
+from mindtui.jobs.lock import WATCH_JOB, WATCHER_LOCK_SUFFIX, JobLock, holder
 from mindtui.jobs.watch import RunOutcome
 from mindtui.service.job_process import JobProcess
 
@@ -52,7 +52,10 @@ class ChildImportRunner:
     The next run's child is started as soon as a run ends and waits, its imports done
     (`--when-told`): a change then costs its import only, not ~1 s of Python starting. While
     another job holds the lock no child is told to run (`locked` comes back at once, and the
-    watcher looks again watch.retry_s later)."""
+    watcher looks again watch.retry_s later). Nor while another watcher of the database watches
+    (its lock, `<db>.watch-lock`, taken at the start and held until cancel()): two would import
+    each change twice, the second run finding nothing changed (seconds of a scan at 100k notes).
+    This one stands by (`locked`, said once) and takes over when the other stops."""
 
     def __init__(self, settings: Settings, vault: Path) -> None:
         # The child imports and embeds for watch.*_budget_s at most: the lock is free again soon.
@@ -65,13 +68,30 @@ class ChildImportRunner:
         self._cancelled = False
         self._lock = threading.Lock()
         self.children = 0  # children started (the spare included)
+        self._watching = JobLock(settings.db_path, WATCH_JOB, suffix=WATCHER_LOCK_SUFFIX)
 
     def _child(self) -> JobProcess:
         self.children += 1
         return JobProcess(self.settings, WATCH_JOB, steps=self.steps, vault=self.vault, when_told=True)
 
+    def _standing_by(self) -> str | None:
+        """Why this watcher leaves the imports to another one, or None once it holds the watchers' lock."""
+        with self._lock:
+            if self._cancelled or self._watching.held:
+                return None
+            try:
+                self._watching.acquire()
+            except JobLockedError:
+                return (f"another watcher (pid {self._watching.held_by or 'unknown'}) imports this vault's changes "
+                        "into the database; this one stands by and takes over when it stops")
+            except DatabaseError:  # no lock file here (a read-only folder): the job lock says why, run by run
+                return None
+            return None
+
     def prepare(self) -> None:
         """Start the next run's child now, if none waits (called after each run, and at start)."""
+        if self._standing_by() is not None:
+            return  # no child: the other watcher's imports need none of this one's
         with self._lock:
             if self._cancelled or (self._spare is not None and self._spare.running):
                 return
@@ -83,6 +103,8 @@ class ChildImportRunner:
                 self._spare = None
 
     def run(self, paths: frozenset[str], imported: Callable[[dict], None]) -> RunOutcome:
+        if (other := self._standing_by()) is not None:
+            return RunOutcome("locked", other)
         taken = holder(self.settings.db_path)
         if taken is not None and taken != WATCH_JOB:
             return RunOutcome("locked", f"{taken or 'another job'} holds the lock")
@@ -138,3 +160,5 @@ class ChildImportRunner:
             spare.dismiss()
         if process is not None and process.running:
             process.cancel()
+        with self._lock:
+            self._watching.release()  # a watcher standing by takes over
