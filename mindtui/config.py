@@ -88,7 +88,7 @@ class SearchSettings:
     ann_recall_sample: int = setting(low=0, high=10_000)
     ann_recall_floor: float = setting(low=0.0, high=1.0)
     fusion: str = setting(choices=("convex", "rrf"))
-    convex_normalisation: str = setting(choices=("zscore", "minmax"))
+    convex_normalisation: str = setting(choices=("zscore", "minmax", "zscore-pool"))
     rrf_k: float = setting(above=0.0)
     rrf_weights: RrfWeights = setting()
     convex_alpha: float = setting(low=0.0, high=1.0)

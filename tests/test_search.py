@@ -192,7 +192,7 @@ def test_zscore_fusion_weighs_a_list_by_how_far_notes_stand_out():
 
 
 @pytest.mark.parametrize("setting, value, expected", [
-    ("fusion", "borda", "one of convex, rrf"), ("convex_normalisation", "softmax", "one of zscore, minmax"),
+    ("fusion", "borda", "one of convex, rrf"), ("convex_normalisation", "softmax", "one of zscore, minmax, zscore-pool"),
     ("convex_alpha", 1.5, "a value >= 0.0 and <= 1.0"), ("convex_alpha", "half", "a number"),
 ])
 def test_a_misspelt_fusion_setting_is_a_clear_error(setting, value, expected):
@@ -210,7 +210,36 @@ def test_a_misspelt_fusion_setting_exits_with_the_config_code(stemming_vault, db
     done = subprocess.run([sys.executable, "-m", "mindtui", "search", "Notiz", "--db", str(db_path), "--no-log"],
                           capture_output=True, text=True, env=env)
     assert done.returncode == 5 and done.stdout == ""
-    assert "search.convex_normalisation is 'softmax'; expected one of zscore, minmax" in done.stderr
+    assert "search.convex_normalisation is 'softmax'; expected one of zscore, minmax, zscore-pool" in done.stderr
+
+
+def test_a_short_full_text_list_is_measured_against_its_whole_pool():
+    """zscore-pool: a rare word's one note stands as far out as one of a pool of 50 where the
+    other 49 score BM25 0 (7 deviations), not 1.0; a full list is normalised as under zscore."""
+    from mindtui.search import fusion
+
+    vector = [(f"v{i}", 0.9 - 0.01 * i) for i in range(50)]
+    lists = {"fts": [("rare", -4.0)], "vector": vector}
+    assert fusion.convex(lists, 0.5, "zscore", pool=50)["rare"] == pytest.approx(0.5)
+    pooled = fusion.convex(lists, 0.5, "zscore-pool", pool=50)
+    assert pooled["rare"] == pytest.approx(0.5 * 50 / 7)  # v / sd of [v] + 49 zeros
+    assert max(pooled, key=pooled.get) == "rare" and pooled["v0"] < pooled["rare"]
+    full = {"fts": [(f"f{i}", -10.0 + 0.1 * i) for i in range(50)], "vector": vector}
+    assert fusion.convex(full, 0.5, "zscore-pool", pool=50) == pytest.approx(fusion.convex(full, 0.5, "zscore"))
+
+
+@pytest.mark.parametrize("method", ["zscore", "zscore-pool", "minmax"])
+def test_a_note_without_a_vector_has_its_words_stand_in_for_it(method):
+    from mindtui.search import fusion
+
+    lists = {"fts": [("new", -9.0), ("old", -5.0), ("x", -1.0)], "vector": [("old", 0.9), ("y", 0.7), ("x", 0.5)]}
+    plain = fusion.convex(lists, 0.5, method, pool=3)
+    judged = fusion.convex(lists, 0.5, method, unjudged={"new"}, pool=3)
+    assert judged["new"] == pytest.approx(2 * plain["new"])  # its full-text share counted for both
+    assert {k: v for k, v in judged.items() if k != "new"} == pytest.approx(
+        {k: v for k, v in plain.items() if k != "new"})
+    rrf = fusion.rrf(lists, 60, {"fts": 1.0, "vector": 2.0}, unjudged={"new"})
+    assert rrf["new"] == pytest.approx(1 / 61 + 2 / 61)
 
 
 def test_convex_fusion_scales_name_mentions_by_the_longest():

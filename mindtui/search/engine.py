@@ -276,10 +276,12 @@ class SearchEngine:
         method = self.options.fusion
         ranked = {name: [(h.note_id, h.score) for h in hits] for name, hits in lists.items()}
         self._last_lists = ranked  # the knowledge items are scored against these (see _items)
+        unjudged = self._unembedded(lists, query_vector, explain, response.notices)
         if method == "convex":
-            fused = fusion.convex(ranked, self.options.convex_alpha, self.options.convex_normalisation)
+            fused = fusion.convex(ranked, self.options.convex_alpha, self.options.convex_normalisation, unjudged,
+                                  pool)
         else:
-            fused = fusion.rrf(ranked, self.options.rrf_k, dataclasses.asdict(self.options.rrf_weights))
+            fused = fusion.rrf(ranked, self.options.rrf_k, dataclasses.asdict(self.options.rrf_weights), unjudged)
         fused = self._remember(query, options, fused, explain, query_vector)
 
         weights = store.retriever_weights(self.conn, list(fused))
@@ -329,6 +331,19 @@ class SearchEngine:
                                         shown, chunk_id, explain.get(note_id, {}), note_type=fact.type,
                                         highlights=highlight_spans(shown, stems)))
         return results
+
+    def _unembedded(self, lists: dict, query_vector, explain: dict, notices: list[str]) -> frozenset[str]:
+        """The full-text hits without a vector of the model, when others have one (fusion.py: their words
+        stand in for it); the owner is told of those an embedding run would give one."""
+        if not (lists.get("fts") and lists.get("vector") and query_vector.done and query_vector.value):
+            return frozenset()
+        found = vector_store.notes_without_vectors(self.conn, [h.note_id for h in lists["fts"]], query_vector.value[0])
+        for note_id in found:
+            explain[note_id]["not_embedded"] = True
+        if (pending := sum(found.values())) and self.audience is Audience.OWNER:
+            notices.append(f"{pending} of the notes found by their words have no vector yet (run `mindtui embed`); "
+                           "their words stand in for their meaning")
+        return frozenset(found)
 
     def _remember(self, query: ParsedQuery, options: SearchOptions, fused: dict[str, float], explain: dict,
                   query_vector) -> dict[str, float]:

@@ -78,7 +78,7 @@ def redact_value(value, visible: Callable[[str], bool]):
 # What explain may show an agent: ranks and the shape of the fusion, not raw scores (BM25
 # statistics span the whole index, hidden notes included: a raw score would tell whether a
 # hidden note contains a word).
-_PUBLIC_EXPLAIN = {"fusion", "retriever_weight", "protected"}
+_PUBLIC_EXPLAIN = {"fusion", "retriever_weight", "protected", "not_embedded"}
 
 
 def public_explain(explain: dict) -> dict:

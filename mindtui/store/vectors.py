@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
@@ -115,6 +116,16 @@ def chunk_coverage(conn: apsw.Connection, model_id: str) -> dict[str, int]:
         (model_id,),
     ).fetchone()
     return {"chunks": row[0], "chunks_ai_excluded": row[1], "chunks_with_vector": row[2]}
+
+
+def notes_without_vectors(conn: apsw.Connection, note_ids: Sequence[str], model_id: str) -> dict[str, bool]:
+    """note id -> whether it may be embedded, for the notes of `note_ids` none of whose chunks has a
+    vector of the model (not embedded yet; or never: ai_processing none, or no chunk)."""
+    rows = conn.execute(
+        f"SELECT n.note_id, {model_readable('n')} FROM notes n WHERE n.note_id IN (SELECT value FROM json_each(?))"
+        " AND NOT EXISTS (SELECT 1 FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
+        " AND e.model_id = ? WHERE c.note_id = n.note_id)", (json.dumps(sorted(note_ids)), model_id))
+    return {note_id: bool(readable) for note_id, readable in rows}
 
 
 def insert_vectors(conn: apsw.Connection, model_id: str, hashes: Sequence[str], vectors: np.ndarray) -> None:

@@ -74,6 +74,8 @@ def explain_text(result: SearchResult) -> str:
         if entry:
             values = "  ".join(f"{k} {v}" for k, v in entry.items())
             lines.append(f"{label:<10}{values}")
+        elif name == "vector" and explain.get("not_embedded"):
+            lines.append(f"{label:<10}- no vector yet: its full-text score stands in")
         else:
             lines.append(f"{label:<10}-")
     if "fusion" in explain:
