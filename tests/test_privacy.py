@@ -288,6 +288,12 @@ def test_hidden_notes_cannot_crowd_visible_ones_out_of_an_agents_results(vault, 
     ("private: true\nprivate: false\n", True, True),
     ("ai_processing: none\ntags: [a]\nai_processing: true\n", False, False),
     ("visibility: private\nvisibility: public\n", True, True),
+    # A consent key in another case or with a space or hyphen (read as written, it was open to agents).
+    ("Private: TRUE\n", True, True),
+    ("AI_Processing: none\n", False, False),
+    ("AI Processing: none\nprivate: false\n", False, False),
+    ("private: true\nPrivate: false\n", True, True),  # two spellings: the restrictive one
+    ("Visibility: Private\n", True, True),
 ])
 def test_unreadable_or_doubled_frontmatter_keeps_its_consent_flags(vault, db_path, frontmatter, ai, private):
     vault.write("Kaputt.md", f"---\n{frontmatter}---\nZitronenbaum Gehaltszahl.\n", dedent=False)

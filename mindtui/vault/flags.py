@@ -38,18 +38,44 @@ class Flags:
     warnings: list[str] = field(default_factory=list)
 
 
-def _switch(metadata: dict, key: str, restrictive: bool, flags: Flags, consequence: str) -> bool | None:
-    """The key's yes/no value; None when absent; an unknown value is the restrictive one, warned."""
-    if key not in metadata:
+def flag_key(name) -> str | None:
+    """The consent flag a frontmatter key names, in any case and with spaces or hyphens
+    (`Private`, `AI-Processing`): the owner meant it, and read case-sensitively such a note was
+    open to agents without a word. None for any other key."""
+    if not isinstance(name, str):
         return None
-    word = _word(metadata[key])
-    if word in ON:
-        return True
-    if word in OFF:
-        return False
-    flags.warnings.append(f"{key}: {metadata[key]!r} is not one of true/yes/on/1 or none/no/off/false; "
-                          f"treated as {consequence}")
-    return restrictive
+    key = re.sub(r"[\s-]+", "_", name.strip().lower())
+    return key if key in FLAG_KEYS else None
+
+
+def _spellings(metadata: dict, key: str, flags: Flags) -> list:
+    """The values of every spelling of the flag `key`, each other spelling warned about."""
+    values = []
+    for name, value in metadata.items():
+        if flag_key(name) == key:
+            values.append(value)
+            if name != key:
+                flags.warnings.append(f"frontmatter key {name!r} is read as the consent flag {key}")
+    return values
+
+
+def _switch(metadata: dict, key: str, restrictive: bool, flags: Flags, consequence: str) -> bool | None:
+    """The key's yes/no value; None when absent; an unknown value is the restrictive one, warned;
+    of several spellings with different values, the restrictive one."""
+    found = set()
+    for value in _spellings(metadata, key, flags):
+        word = _word(value)
+        if word in ON:
+            found.add(True)
+        elif word in OFF:
+            found.add(False)
+        else:
+            flags.warnings.append(f"{key}: {value!r} is not one of true/yes/on/1 or none/no/off/false; "
+                                  f"treated as {consequence}")
+            found.add(restrictive)
+    if not found:
+        return None
+    return restrictive if restrictive in found else found.pop()
 
 
 def read_flags(metadata: dict) -> Flags:
@@ -57,14 +83,13 @@ def read_flags(metadata: dict) -> Flags:
     ai = _switch(metadata, "ai_processing", False, flags, "none (no model reads this note)")
     flags.ai_processing = True if ai is None else ai
     flags.private = bool(_switch(metadata, "private", True, flags, "private"))
-    if "visibility" in metadata:
-        word = _word(metadata["visibility"])
+    for value in _spellings(metadata, "visibility", flags):
+        word = _word(value)
         if word == "private":
             flags.private = True
         elif word not in SHARED:
             flags.private = True
-            flags.warnings.append(f"visibility: {metadata['visibility']!r} is not private, shared or public; "
-                                  "treated as private")
+            flags.warnings.append(f"visibility: {value!r} is not private, shared or public; treated as private")
     return flags
 
 
@@ -72,7 +97,7 @@ FLAG_KEYS = ("ai_processing", "private", "visibility")
 # What a flag given twice in one frontmatter counts as (YAML keeps the last silently; the owner's
 # intent is unknown): the restrictive value, as for one that cannot be read.
 RESTRICTIVE_VALUES = {"ai_processing": "none", "private": True, "visibility": "private"}
-_FLAG_LINE = re.compile(r"^\s*(ai_processing|private|visibility)\s*:\s*(.*?)\s*(?:\s#.*)?$", re.IGNORECASE)
+_FLAG_LINE = re.compile(r"^\s*(ai[ _-]processing|private|visibility)\s*:\s*(.*?)\s*(?:\s#.*)?$", re.IGNORECASE)
 
 
 def read_flags_from_lines(lines: list[str]) -> Flags:

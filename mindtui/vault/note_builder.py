@@ -13,7 +13,7 @@ from mindtui.store.notes import ChunkRecord, LinkRecord, NoteRecord
 from mindtui.text.globs import excluded_by
 from mindtui.text.names import is_id_like, passage_text
 from mindtui.vault.chunking import chunk_note
-from mindtui.vault.flags import FLAG_KEYS, read_flags, read_flags_from_lines
+from mindtui.vault.flags import flag_key, read_flags, read_flags_from_lines
 from mindtui.vault.links import LinkRef
 from mindtui.vault.front_matter import split_frontmatter
 from mindtui.vault.markdown import ParsedNote, decode, parse_note, reject_binary, string_list
@@ -143,7 +143,7 @@ def plain_file(path: str, data: bytes, size: int, mtime_ns: int, reason: str) ->
 def as_plain_text(item: ParsedFile, reason: str) -> ParsedFile:
     """A parsed note reduced to its body as plain text (for rows that could not be built from it);
     its consent flags stay what they were."""
-    flags = {key: item.parsed.metadata[key] for key in FLAG_KEYS if key in item.parsed.metadata}
+    flags = {key: value for key, value in item.parsed.metadata.items() if flag_key(key)}
     decoding = [w for w in item.warnings if w.startswith("invalid UTF-8")]
     return _plain(item.path, item.parsed.lines, item.size, item.mtime_ns, item.content_hash, flags,
                   item.parsed.unreadable_frontmatter, decoding + [reason])
