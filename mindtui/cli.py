@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
                             description="Find notes by words and meaning (BM25 + vectors, fused; reranked when "
                                         "a reranker is configured). Any text is a valid query.")
     search.add_argument("query", metavar="QUERY", help="what you are looking for (quote it)")
-    search.add_argument("--limit", type=int, default=10, help="how many notes (default 10)")
+    search.add_argument("--limit", type=_positive, default=10, help="how many notes (default 10)")
     search.add_argument("--mode", choices=SEARCH_MODES, default="hybrid", help="hybrid (default), fts or vector")
     search.add_argument("--type", dest="note_type", help="only notes of this type")
     search.add_argument("--tag", help="only notes with this tag")
@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     neighbors.add_argument("note", metavar="NOTE", help="the note (path, title, alias or note id)")
     neighbors.add_argument("--signal", action="append", metavar="S",
                            help="only this group (repeatable): " + ", ".join(NEIGHBOUR_GROUPS))
-    neighbors.add_argument("--limit", type=int, default=20, help="entries shown per group (default 20)")
+    neighbors.add_argument("--limit", type=_positive, default=20, help="entries shown per group (default 20)")
 
     graph = sub.add_parser("graph", parents=[common, reading, progress], help="graph signals: stats, refresh",
                            description="stats: edge counts per signal and the most connected notes; "
@@ -300,9 +300,26 @@ def _search(args, service: Service) -> int:
     return EXIT_OK
 
 
+def _positive(text: str) -> int:
+    """--limit: a whole number of 1 or more (0 and -5 gave one result)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
+
+
 def _note(args, service: Service) -> int:
     view = service.note(args.note, with_chunks=args.chunks)
-    human = f"{view.title}  ({view.path})  type {view.type}\n\n{view.text}"
+    facts = [f"{view.title}  ({view.path})  type {view.type}"]
+    facts += [f"{label}: {', '.join(values)}" for label, values in (("aliases", view.aliases), ("tags", view.tags))
+              if values]
+    facts += [f"flags: {'private' if view.private else 'not private'}, "
+              f"{'models may read it' if view.ai_processing else 'ai_processing: none'}"]
+    facts += [f"warning: {warning}" for warning in view.warnings]
+    human = "\n".join(facts) + f"\n\n{view.text}"
     if args.chunks:
         human += "".join(f"\n--- chunk {c.seq}  {c.heading_path}  lines {c.line_start}-{c.line_end}\n{c.text}"
                          for c in view.chunks)

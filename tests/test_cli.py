@@ -130,6 +130,26 @@ def test_newer_database_is_exit_4(db_path, sample_vault, capsys):
     assert "newer than this mindtui" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv", [["search", "x", "--limit", "0"], ["search", "x", "--limit", "-5"],
+                                  ["neighbors", "x", "--limit", "0"], ["search", "x", "--limit", "many"]])
+def test_a_limit_below_one_is_a_usage_error(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(argv)
+    assert exit_info.value.code == 2 and "--limit" in capsys.readouterr().err
+
+
+def test_note_text_shows_its_facts_and_warnings(vault, db_path, capsys):
+    vault.write("Kaputt.md", "---\ntags: [a, b\n---\nZitronenbaum.\n", dedent=False)
+    vault.write("Gut.md", "---\ntags: [garten]\naliases: [Beet]\nprivate: true\n---\nEin Beet.\n", dedent=False)
+    assert main(["index", str(vault.root), "--db", str(db_path), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["note", "Kaputt.md", "--db", str(db_path)]) == 0
+    assert "warning: malformed YAML frontmatter" in capsys.readouterr().out
+    assert main(["note", "Gut.md", "--db", str(db_path)]) == 0
+    out = capsys.readouterr().out
+    assert "aliases: Beet" in out and "tags: garten" in out and "flags: private, models may read it" in out
+
+
 def test_status_json(sample_vault, db_path, capsys):
     assert main(["index", str(sample_vault.root), "--db", str(db_path), "--quiet"]) == 0
     capsys.readouterr()
