@@ -92,9 +92,17 @@ def status_text(status: dict) -> str:
         storage = status["storage"]
         lines.append(f"database size  {storage['db_bytes'] / 1e6:.1f} MB ({storage['bytes_per_note']:,} bytes a note, "
                      f"{storage['bytes_per_chunk']:,} a chunk)")
+    working = status.get("working") or {}
+    if working.get("job"):
+        lines.append(f"running now    {working['job']['job'] or 'a job'} (pid {working['job']['pid'] or '?'})")
+    if working.get("watcher"):
+        lines.append(f"watching       the vault's edits are imported by pid {working['watcher']['pid'] or '?'}")
     if status.get("indexes_owed"):
-        lines.append(f"indexes owed   {len(status['indexes_owed'])}: a cold import was stopped before it built them;"
-                     " searches are right but slower until `mindtui index` builds them")
+        lines.append(f"indexes owed   {len(status['indexes_owed'])}: "
+                     + ("a cold import builds them at its end (the next import, should this one stop);"
+                        " searches are right but slower meanwhile" if working.get("job") else
+                        "a cold import was stopped before it built them; searches are right but slower"
+                        " until `mindtui index` builds them"))
     lines.extend(f"model {m['role']}: {m['status']}" + (f" ({m['reason']})" if m["reason"] else "")
                  for m in status["models"])
     lines.extend(f"{run['started_at']}  {run['job']}/{run['step']}  {run['status']}" for run in status["recent_runs"])

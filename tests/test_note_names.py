@@ -49,6 +49,23 @@ def test_find_note_and_knowledge_about_answer_alike(named):
         find_note(named, "Bohne")
 
 
+def test_a_name_written_exactly_as_one_namesake_has_it_names_that_one(named, vault, db_path):
+    """Names compare without case, so `Konzepte/SQLite.md` and `Konzepte/sqlite.md` (two files on
+    a case-sensitive disk) are namesakes; the path as written names one of them, a third spelling
+    neither."""
+    vault.write("Konzepte/SQLite.md", "# SQLite\nDie Datenbank.\n")
+    vault.write("Konzepte/sqlite.md", "# sqlite\nDas Kommando.\n")
+    run_import(db_path, vault.root)
+    for name, path in (("Konzepte/SQLite.md", "Konzepte/SQLite.md"), ("Konzepte/sqlite", "Konzepte/sqlite.md"),
+                       ("SQLite", "Konzepte/SQLite.md"), ("sqlite", "Konzepte/sqlite.md")):
+        assert find_note(named, name).path == path
+        assert [n.path for n in matching_notes(named, name)] == [path]
+    with pytest.raises(NoteNotFound, match="ambiguous: 2 notes match by path"):
+        find_note(named, "konzepte/SQLITE.md")
+    with pytest.raises(NoteNotFound, match="ambiguous: 2 notes match by title"):
+        find_note(named, "Sqlite")
+
+
 def test_names_follow_their_note(named, vault, db_path):
     vault.write("Getränke/Tee.md", "---\ntitle: Schwarztee\n---\nTee.\n")
     vault.remove("Café/Über Kaffee.md")

@@ -51,6 +51,13 @@ def holder(db_path: Path, suffix: str = ".lock") -> str | None:
     """The job holding the database's lock ("" when it has not said), or None when it is free.
     Taking the lock for a moment is the only way to know; a job starting in that moment retries.
     suffix: of the lock file's name (WATCHER_LOCK_SUFFIX: the watcher that imports)."""
+    held = lock_holder(db_path, suffix)
+    return None if held is None else held[1]
+
+
+def lock_holder(db_path: Path, suffix: str = ".lock") -> tuple[str, str] | None:
+    """(pid, job) of the lock's holder (empty strings for what it has not written yet), or None
+    when the lock is free: `holder` with the pid."""
     path = Path(str(db_path) + suffix)
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -60,7 +67,7 @@ def holder(db_path: Path, suffix: str = ".lock") -> str | None:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return _holder(fd)[1]
+            return _holder(fd)
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:

@@ -20,28 +20,24 @@ from mindtui.config import Settings
 from mindtui.errors import InputError, NoteNotFound, NotAllowed
 from mindtui.graph.neighbours import GROUPS, find_note, neighbours
 from mindtui.graph.stats import graph_stats
-from mindtui.jobs.runner import JOBS, JobHooks, check_job, preload, run_job
+from mindtui.jobs.runner import JobHooks, check_job, preload, run_job
 from mindtui.knowledge.writer import Decision
 from mindtui.models import files as model_files
 from mindtui.models.holder import ModelHolder, shared_holder
 from mindtui.progress import CancelToken, StepProgress
 from mindtui.search.engine import SearchEngine, SearchModels, SearchOptions, SearchResponse
-from mindtui.search.fit import apply_learnt
 from mindtui.service import views
 from mindtui.service.curation import ActionOutcome, Card, CurationDesk
 from mindtui.service.fulltext import cached_engine
 from mindtui.service.job_process import JobProcess, batch_summary
 from mindtui.service.knowledge import KnowledgeDesk, KnowledgeView
+from mindtui.service.status_report import as_interrupted, database_status, settled
 from mindtui.service.redact import public_explain, redact, redact_value
-from mindtui.store import edges as edge_store
 from mindtui.store import jobs as job_store
-from mindtui.store import deferred_indexes, knowledge_store
 from mindtui.store import notes as note_store
 from mindtui.store import vectors as vector_store
 from mindtui.store.interrupt import stopping_on
-from mindtui.store.maintenance import store_bytes
 from mindtui.store.meta import EMBEDDING_MODEL_KEY, VAULT_KEY, data_version, get_meta
-from mindtui.store.migrate import schema_version
 from mindtui.store.pool import ConnectionPool
 from mindtui.store.names import is_visible_name
 from mindtui.vault.types import TypeRegistry, load_type_registry
@@ -248,37 +244,11 @@ class Service:
             return graph_stats(pooled.conn, self.settings)
 
     def status(self) -> dict:
-        """What the database holds (for this audience), embedding coverage, models, recent jobs."""
+        """What the database holds (for this audience), embedding coverage, models, recent jobs
+        (a step whose process died shows as interrupted) and, for the owner, what works on it now."""
+        models = [state.as_dict() for state in self.models.states(self.settings)]
         with self._pool.connection() as pooled:
-            conn = pooled.conn
-            counts = {**note_store.corpus_counts(conn), **edge_store.edge_counts(conn),
-                      **knowledge_store.item_counts(conn)}
-            model_id = get_meta(conn, EMBEDDING_MODEL_KEY)
-            coverage = vector_store.chunk_coverage(conn, model_id or "")
-            runs = [run.__dict__ for run in job_store.recent_runs(conn, limit=len(JOBS["nightly"]))]  # one nightly's steps
-            version, vault_root = schema_version(conn), get_meta(conn, VAULT_KEY)
-            db_bytes = store_bytes(conn)
-            tuned = apply_learnt(conn, self.settings)
-            vector_index, indexes_owed = vector_store.code_index_status(conn), deferred_indexes.owed(conn)
-        embeddable = coverage["chunks"] - coverage["chunks_ai_excluded"]
-        # The owner's only: the file's size over the visible counts would tell an agent how much is hidden.
-        storage = {"storage": {"db_bytes": db_bytes,
-                               "bytes_per_note": round(db_bytes / counts["notes_total"]) if counts["notes_total"] else 0,
-                               "bytes_per_chunk": round(db_bytes / counts["chunks_total"]) if counts["chunks_total"] else 0},
-                   "vector_index": vector_index,  # counts every vector, hidden notes' too
-                   "indexes_owed": indexes_owed,  # a killed cold import's: the next import builds them
-                   } if self.audience is Audience.OWNER else {}
-        return {
-            "db": str(self.db_path), "audience": self.audience.value, "schema_version": version,
-            "vault": vault_root, **counts,
-            "embedding": {"model": model_id, "chunks_with_vector": coverage["chunks_with_vector"],
-                          "chunks_embeddable": embeddable,
-                          "coverage": round(coverage["chunks_with_vector"] / embeddable, 4) if embeddable else 1.0},
-            "models": [state.as_dict() for state in self.models.states(self.settings)],
-            "recent_runs": runs, **storage,
-            **({"learnt_settings": {key: getattr(tuned.search, key.partition(".")[2]) for key in tuned.learnt}}
-               if self.audience is Audience.OWNER else {}),  # fitted to the owner's opens
-        }
+            return database_status(pooled.conn, self.settings, self.audience, models)
 
     def summary(self) -> dict:
         """The status line's figures, cheap to poll: read again only after some connection wrote (status()
@@ -368,8 +338,9 @@ class Service:
         cancelled, interrupted: the worst of its steps), started/ended, seconds, and each step's
         status, times, report and error. Readable while a job runs."""
         with self._pool.connection() as pooled:
-            batches = job_store.recent_batches(pooled.conn, limit)
-        return [batch_summary(runs) for runs in batches]
+            batches, dead = settled(lambda: job_store.recent_batches(pooled.conn, limit),
+                                    lambda batches: [run for runs in batches for run in runs], self.db_path)
+        return [batch_summary([as_interrupted(run, dead) for run in runs]) for runs in batches]
 
     def evaluate(self, kind: str, source: Path, **options) -> dict:
         """`mindtui eval`: beir, golden or links on a scratch index (never this database). For the

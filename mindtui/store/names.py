@@ -68,13 +68,24 @@ def _grouped(rows) -> dict[str, list[NamedNote]]:
 
 def notes_named(conn: apsw.Connection, name: str) -> tuple[str, list[NamedNote]]:
     """(how, notes) of the first way `name` names notes: note id, vault path, title, alias, file
-    name. One note: the name is unique; several: ambiguous in that way; none: ('', [])."""
+    name. One note: the name is unique (or written exactly as only one of its namesakes has it);
+    several: ambiguous in that way; none: ('', [])."""
     text = name.strip()
     by_id = conn.execute("SELECT note_id, path, title, aliases, type FROM notes WHERE note_id = ?", (text,)).fetchall()
     if by_id:
         return "note id", [NamedNote(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in by_id]
     found = _grouped(conn.execute(_NAMED.format(group="k.how", where="k.key = ?"), (exact_key(_stem(text)),)))
-    return next(((how, found[how]) for how in WAYS if how in found), ("", []))
+    how, notes = next(((how, found[how]) for how in WAYS if how in found), ("", []))
+    # Names compare without case, but a name written exactly as one of the namesakes has it
+    # (`Konzepte/SQLite.md` beside `Konzepte/sqlite.md`) is no guess: that one is meant.
+    exact = [note for note in notes if _stem(text) in _names_as_written(note, how)]
+    return how, exact if len(notes) > 1 and len(exact) == 1 else notes
+
+
+def _names_as_written(note: NamedNote, how: str) -> set[str]:
+    stem = _stem(note.path)
+    return {"path": {stem}, "title": {note.title}, "alias": set(note.aliases),
+            "file name": {stem.rpartition("/")[2]}}[how]
 
 
 def is_visible_name(conn: apsw.Connection, key: str) -> bool:
