@@ -35,7 +35,9 @@ def report_table(report: dict) -> str:
 
 
 def job_summary(result) -> str:
-    return "\n".join(f"{s.step}: {s.status} in {s.seconds:.1f} s" + (f" ({s.error})" if s.error else "")
+    """A line a step on stdout; a step's error is not repeated here: the CLI writes it on stderr
+    (`error: step ...`), where a terminal shows it just above."""
+    return "\n".join(f"{s.step}: {s.status} in {s.seconds:.1f} s" + (" (its error: see stderr)" if s.error else "")
                      for s in result.steps)
 
 

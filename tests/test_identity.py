@@ -153,7 +153,11 @@ def test_a_mass_deletion_is_refused_unless_allowed(known, vault, db_path, capsys
     after = ids(db_path)
     assert set(known) <= set(after) and "Neu.md" in after  # nothing deleted, the rest imported
     assert main(["index", str(vault.root), "--db", str(db_path), "-q"]) == 1
-    assert "import.max_delete_fraction" in capsys.readouterr().err and set(known) <= set(ids(db_path))
+    printed = capsys.readouterr()
+    assert "import.max_delete_fraction" in printed.err and set(known) <= set(ids(db_path))
+    # Said once: the reason on stderr, the result line on stdout without it.
+    assert (printed.out + printed.err).count("refusing to delete") == 1
+    assert printed.out.startswith("import: failed in ") and "see stderr" in printed.out
     assert main(["index", str(vault.root), "--db", str(db_path), "-q", "--allow-mass-delete"]) == 0
     assert not any(p.startswith("Rest/Notiz") and p != "Rest/Notiz 5.md" for p in ids(db_path))
 
