@@ -26,7 +26,7 @@ from mindtui.curation.kinds import (
 )
 from mindtui.curation.rewrite import Retarget, retarget_links
 from mindtui.curation.vault_edit import EditRefused, NoteChanged, read_bytes, read_checked, unportable_name
-from mindtui.store import curation_store, graph_store
+from mindtui.store import curation_store, former_paths, graph_store
 from mindtui.store import notes as note_store
 from mindtui.store.names import NamedNote, alias_owners
 from mindtui.store.curation_store import CurationItem, LinkRow
@@ -93,6 +93,18 @@ def _missing_links(conn: apsw.Connection) -> tuple[dict[tuple[str, str], list[Li
     return groups, alias_owners(conn, [rows[0].target_path for rows in groups.values()])
 
 
+def _renamed_to(conn: apsw.Connection, keys: set[str]) -> dict[str, dict]:
+    """For a missing link's key, the note that had a path the link names (its whole path, or its
+    last parts as a shorter link resolves) before the import matched a rename: {note_id, path,
+    title}. A key that names former paths of several notes gets none (which was meant is a guess)."""
+    found: dict[str, dict[str, dict]] = {}
+    for former, note_id, path, title in former_paths.all_former_paths(conn):
+        parts = stem_key(former).split("/")
+        for key in {"/".join(parts[start:]) for start in range(len(parts))} & keys:
+            found.setdefault(key, {})[note_id] = {"note_id": note_id, "path": path, "title": title}
+    return {key: next(iter(notes.values())) for key, notes in found.items() if len(notes) == 1}
+
+
 def _retarget(ctx: EditContext, item: CurationItem, target: note_store.NoteRecord, name: str,
               name_as_label: bool = False) -> FileEdit:
     record, data = _source(ctx, item)
@@ -142,17 +154,24 @@ class UnresolvedLink(_LinkCard):
         sources_of: dict[str, set[str]] = {}
         for note_id, key in groups:
             sources_of.setdefault(key, set()).add(note_id)
+        renamed = _renamed_to(conn, set(sources_of))
         out = []
         for (note_id, key), group in groups.items():
             linked_from = len(sources_of[key])
             # A missing note many notes link to is worth writing: 1 note 0.4, 2 notes 0.65, 5 notes 0.8, -> 0.9.
-            importance = round(0.4 + 0.5 * (1 - 1 / linked_from), 4)
-            out.append(Candidate(subject(note=note_id, target=key), note_id,
-                                 {**_payload(group, key), "linked_from": linked_from}, importance))
+            # A link to a renamed note is a sure fix that joins it to the graph again: as an alias link.
+            importance = 0.6 if key in renamed else round(0.4 + 0.5 * (1 - 1 / linked_from), 4)
+            payload = {**_payload(group, key), "linked_from": linked_from,
+                       **({"renamed_to": renamed[key]} if key in renamed else {})}
+            out.append(Candidate(subject(note=note_id, target=key), note_id, payload, importance))
         return out
 
     def what(self, payload: dict) -> str:
         lines = ", ".join(str(link["line"]) for link in payload["links"][:5])
+        renamed = payload.get("renamed_to")
+        if renamed:  # `retarget` offers it first (the TUI's note search starts with its path)
+            return (f"{payload['target']!r} was renamed: the note is {renamed['path']} now (line {lines});"
+                    f" retarget the link to it")
         return f"no note named {payload['target']!r} (line {lines}); linked from {payload['linked_from']} note(s)"
 
     def answer(self, ctx: EditContext, item: CurationItem, action: Action, args: dict) -> Plan:

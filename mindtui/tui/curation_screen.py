@@ -210,7 +210,8 @@ class CurationScreen(ReportsWorkerErrors, Screen):
             choices = [Choice(c["note_id"], f"{c['title']}  ({c['path']})") for c in candidates]
             self.app.push_screen(PickerScreen(title, choices), got)
         else:
-            initial = card.payload.get("target") or card.payload.get("name") or ""
+            renamed = card.payload.get("renamed_to") or {}  # a link to a renamed note: its title finds it
+            initial = renamed.get("title") or card.payload.get("target") or card.payload.get("name") or ""
             self.app.push_screen(NoteSearchPicker(title, initial), got)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="curation-act")

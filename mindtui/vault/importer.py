@@ -38,6 +38,7 @@ from mindtui.progress import NEVER_CANCELLED, CancelToken, Progress, no_progress
 from mindtui.store import anchors as anchor_store
 from mindtui.store import deferred_indexes
 from mindtui.store import edges as edge_store
+from mindtui.store import former_paths
 from mindtui.store import notes as note_store
 from mindtui.store import usage_store
 from mindtui.store.batch import WriteBatches, immediate, page_cache, wal_checkpoints_every, write_batches
@@ -254,6 +255,7 @@ class VaultImporter:
                             cancel=self.cancel, report=self.report, anchored=self._anchored)
         with immediate(self.conn):
             relink.mark_done(self.conn, digest)
+            former_paths.prune(self.conn)
             privacy_changed = run_totals.apply_private_paths(self.conn, self.private_paths)
             run_totals.store_edge_defaults(self.conn, self.registry)
             if heads or vanished or privacy_changed or self.report.notes_relinked > relinked_before:
@@ -418,6 +420,8 @@ class VaultImporter:
         note_store.insert_chunks(self.conn, note_id, rows.chunks)
         note_store.insert_links(self.conn, note_id, rows.links)
         edge_store.insert_edges(self.conn, edges + kept)
+        if previous is not None and previous.path != path:  # a rename: links may still name the old path
+            former_paths.remember(self.conn, previous.path, note_id, previous.note_id)
 
     def _anchor_changes(self, rows: NoteRows, note_id: str, previous: note_store.NoteState | None) -> None:
         """Before a note's old rows go: the notes whose anchor rows its rewrite may change (its
