@@ -41,6 +41,14 @@ def job_summary(result) -> str:
                      for s in result.steps)
 
 
+def _run_error(run: dict, width: int = 160) -> str:
+    """A step's error on its line, cut to `width` characters (--json has it whole)."""
+    error = " ".join((run.get("error") or "").split())
+    if not error or run["status"] == "ok":
+        return ""
+    return ": " + printable_line(error if len(error) <= width else error[:width - 1] + "…")
+
+
 def search_text(response, explain: bool) -> str:
     lines = []
     for number, result in enumerate(response.results, start=1):
@@ -107,7 +115,8 @@ def status_text(status: dict) -> str:
                         " until `mindtui index` builds them"))
     lines.extend(f"model {m['role']}: {m['status']}" + (f" ({m['reason']})" if m["reason"] else "")
                  for m in status["models"])
-    lines.extend(f"{run['started_at']}  {run['job']}/{run['step']}  {run['status']}" for run in status["recent_runs"])
+    lines.extend(f"{run['started_at']}  {run['job']}/{run['step']}  {run['status']}" + _run_error(run)
+                 for run in status["recent_runs"])
     if status.get("learnt_settings"):  # the nightly fit's values (a setting in your file always wins)
         lines.append("learnt   " + "  ".join(f"{k}={v}" for k, v in status["learnt_settings"].items()))
     return "\n".join(lines)

@@ -158,6 +158,8 @@ def test_a_mass_deletion_is_refused_unless_allowed(known, vault, db_path, capsys
     # Said once: the reason on stderr, the result line on stdout without it.
     assert (printed.out + printed.err).count("refusing to delete") == 1
     assert printed.out.startswith("import: failed in ") and "see stderr" in printed.out
+    assert main(["status", "--db", str(db_path)]) == 0  # the last runs, each failure with its reason
+    assert "index/import  failed: refusing to delete 5 of " in capsys.readouterr().out
     assert main(["index", str(vault.root), "--db", str(db_path), "-q", "--allow-mass-delete"]) == 0
     assert not any(p.startswith("Rest/Notiz") and p != "Rest/Notiz 5.md" for p in ids(db_path))
 

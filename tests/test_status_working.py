@@ -34,7 +34,7 @@ def test_a_killed_import_reads_interrupted_and_a_running_job_running(vault, db_p
     assert run["error"] == "the process ended before the step finished"
     assert status["working"] == {"job": None, "watcher": None}
     text = _status(db_path, capsys)
-    assert "import  interrupted" in text and "running now" not in text
+    assert "import  interrupted: the process ended before the step finished" in text and "running now" not in text
     assert "a cold import was stopped before it built them" in text
     with Service(load_settings().with_values({"db": str(db_path)}), audience=Audience.OWNER, models=ModelHolder()) as service:
         assert service.job_history()[0]["status"] == "interrupted"
