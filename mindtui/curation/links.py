@@ -169,7 +169,7 @@ class UnresolvedLink(_LinkCard):
     def what(self, payload: dict) -> str:
         lines = ", ".join(str(link["line"]) for link in payload["links"][:5])
         renamed = payload.get("renamed_to")
-        if renamed:  # `retarget` offers it first (the TUI's note search starts with its path)
+        if renamed:  # `retarget` offers it first (the TUI's note search starts with its title)
             return (f"{payload['target']!r} was renamed: the note is {renamed['path']} now (line {lines});"
                     f" retarget the link to it")
         return f"no note named {payload['target']!r} (line {lines}); linked from {payload['linked_from']} note(s)"
