@@ -15,6 +15,8 @@ def remember(conn: apsw.Connection, former_path: str, note_id: str, previous_id:
 
 def prune(conn: apsw.Connection) -> None:
     """Forget the former paths of notes that are gone and those a note has again."""
+    if conn.execute("SELECT 1 FROM note_former_paths LIMIT 1").fetchone() is None:
+        return  # no rename remembered (a cold import): a delete would scan the notes for nothing
     conn.execute("DELETE FROM note_former_paths WHERE note_id NOT IN (SELECT note_id FROM notes)"
                  " OR path IN (SELECT path FROM notes)")
 
