@@ -14,7 +14,10 @@ the lock is one a dead process left.
 Undo reverses the latest answer not undone yet, in one transaction around its file writes: each
 file only if it still has what the answer wrote (else nothing is undone; a file that has its text
 from before already, from an undo killed before its commit, is left as it is), then the card's
-status, answer and snooze. Both work across processes: the record is in the database.
+status, answer and snooze. A knowledge card's answer wrote knowledge while it was planned: what
+it changed is recorded with it (store.knowledge_journal) and put back by its undo in the same
+transaction (the items it added end, the items it ended or changed are as before), refused when
+one of them changed since. Both work across processes: the record is in the database.
 """
 
 from __future__ import annotations
@@ -28,14 +31,19 @@ from dataclasses import dataclass, field
 from mindtui.curation.kinds import Action, EditContext, FileEdit, now_iso
 from mindtui.curation.registry import kind_of
 from mindtui.curation.vault_edit import EditRefused, NoteChanged, atomic_write, read_bytes, remove, sha256_hex
-from mindtui.errors import DatabaseError, InputError, OperationFailed
+from mindtui.errors import DatabaseError, InputError, NotFound, OperationFailed
 from mindtui.store import curation_store as store
+from mindtui.store import knowledge_journal
 from mindtui.store.batch import immediate
 from mindtui.store.curation_store import CurationItem
 
 
-class UnknownCard(InputError):
-    """No card with this id, or one that cannot be answered (already closed)."""
+class UnknownCard(NotFound):
+    """No card with this id."""
+
+
+class CardClosed(OperationFailed):
+    """The card is answered, dismissed or closed already: nothing to answer (undo reopens the latest)."""
 
 
 class UndoRefused(OperationFailed):
@@ -61,11 +69,11 @@ def get_card(conn, item_id: int) -> CurationItem:
 
 
 def answerable(conn, item_id: int, action_name: str) -> tuple[CurationItem, Action]:
-    """The card and its kind's action; UnknownCard for a card that is closed already."""
+    """The card and its kind's action; CardClosed for a card that is closed already."""
     item = get_card(conn, item_id)
     action = kind_of(item.kind).action(action_name)
     if item.status not in (store.OPEN, store.SNOOZED):
-        raise UnknownCard(f"card {item_id} is {item.status} already; `undo` reopens the card answered last")
+        raise CardClosed(f"card {item_id} is {item.status} already; `undo` reopens the card answered last")
     return item, action
 
 
@@ -73,7 +81,8 @@ def perform(ctx: EditContext, item_id: int, action_name: str, args: dict) -> Don
     with _answer_lock(ctx.conn):
         _finish_pending(ctx)
         item, action = answerable(ctx.conn, item_id, action_name)
-        plan = kind_of(item.kind).plan(ctx, item, action, args)
+        with knowledge_journal.recording(ctx.conn) as knowledge:  # a knowledge card's plan writes knowledge
+            plan = kind_of(item.kind).plan(ctx, item, action, args)
         now = now_iso()
         for edit in plan.edits:
             _checked_before(ctx, edit)
@@ -85,7 +94,7 @@ def perform(ctx: EditContext, item_id: int, action_name: str, args: dict) -> Don
                         None if edit.new_text is None else edit.new_text.encode("utf-8")) for edit in plan.edits]
             store.set_item_state(ctx.conn, item_id, plan.status, plan.answer, plan.snoozed_until, now)
             action_id = store.insert_action(ctx.conn, item_id, action.name, args, _records(changes, pending=True),
-                                            item, now, pending=bool(changes))
+                                            item, now, pending=bool(changes), knowledge=knowledge)
         if changes:
             _write_answer(ctx, action_id, item, changes, now)
     return Done(store.get_item(ctx.conn, item_id), action, plan.message, [edit.path for edit in plan.edits], action_id)
@@ -218,19 +227,27 @@ def undo_last(ctx: EditContext) -> Done | None:
         action = kind_of(item.kind).action(last.action)
         _undo_changes(ctx, last, item)  # refuse before taking the write lock
         now = now_iso()
+        knowledge_done: list[str] = []
 
         def write() -> tuple[int, list]:
             if store.last_action(ctx.conn) != last:
                 raise OperationFailed("another answer was given meanwhile; undo again to reverse it first")
             changes = _undo_changes(ctx, last, item)
+            if last.knowledge:
+                why = knowledge_journal.conflict(ctx.conn, last.knowledge)
+                if why:
+                    raise UndoRefused(f"`{last.action}` on card {item.item_id} cannot be undone: {why}; nothing was "
+                                      "undone (supersede or retract the item instead)")
+                knowledge_done[:] = knowledge_journal.put_back(ctx.conn, last.knowledge, item.item_id, now)
             store.set_item_state(ctx.conn, item.item_id, last.prev_status, last.prev_answer, last.prev_snoozed_until,
                                  now)
             store.mark_undone(ctx.conn, last.action_id, now)
             return last.action_id, changes
 
         _transaction(ctx, write)
-    return Done(store.get_item(ctx.conn, item.item_id), action, f"undid {last.action} on card {item.item_id}",
-                [record["path"] for record in last.files], last.action_id)
+    said = f"undid {last.action} on card {item.item_id}" + (f": {', '.join(knowledge_done)}" if knowledge_done else "")
+    return Done(store.get_item(ctx.conn, item.item_id), action, said, [record["path"] for record in last.files],
+                last.action_id)
 
 
 def _undo_changes(ctx: EditContext, last: store.CurationAction, item: CurationItem) -> list:
@@ -298,5 +315,5 @@ def _put(ctx: EditContext, path: str, before: bytes | None, after: bytes | None)
         atomic_write(target, after, new=before is None)
 
 
-__all__ = ["Done", "PlannedWrite", "UndoRefused", "UnknownCard", "answerable", "get_card", "perform", "preview",
+__all__ = ["CardClosed", "Done", "PlannedWrite", "UndoRefused", "UnknownCard", "answerable", "get_card", "perform", "preview",
            "undo_last"]

@@ -8,9 +8,10 @@ gap_question (an entity note no confirmed item is about; `gaps`) and stale (an i
 text changed or vanished; `consolidate` and the callout sync). Keys are the same across kinds:
 c confirm, r reject, m merge into, e supersede, a answer, l link, t keep as topic, s snooze.
 
-The knowledge write happens when the answer is planned, before the card's own transaction; an
-undo reopens the card but leaves the knowledge as it is (nothing is deleted: supersede or
-retract the item by hand).
+The knowledge write happens when the answer is planned, before the card's own transaction; the
+answer's undo record holds what it changed (store.knowledge_journal), so an undo reopens the card
+and puts the knowledge back: an item it added ends (kept as history: nothing is deleted), an item
+it superseded, confirmed or retracted is as before.
 """
 
 from __future__ import annotations

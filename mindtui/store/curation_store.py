@@ -140,25 +140,27 @@ class CurationAction:
     prev_status: str
     prev_answer: dict | None
     prev_snoozed_until: str | None
+    knowledge: dict | None = None  # what the answer changed in the knowledge tables (store.knowledge_journal)
 
 
 def insert_action(conn: apsw.Connection, item_id: int, action: str, args: dict, files: list[dict],
-                  previous: CurationItem, now: str, pending: bool = False) -> int:
+                  previous: CurationItem, now: str, pending: bool = False, knowledge: dict | None = None) -> int:
     """An answer's undo record; pending: its files are written after this commits (finish_action then)."""
     conn.execute(
         "INSERT INTO curation_actions (item_id, action, args, done_at, files, prev_status, prev_answer,"
-        " prev_snoozed_until, pending) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " prev_snoozed_until, pending, knowledge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (item_id, action, _json(args), now, json.dumps(files, ensure_ascii=False), previous.status,
-         _json(previous.answer), previous.snoozed_until, int(pending)))
+         _json(previous.answer), previous.snoozed_until, int(pending), _json(knowledge or None)))
     return conn.last_insert_rowid()
 
 
-_ACTION_COLUMNS = "action_id, item_id, action, args, done_at, files, prev_status, prev_answer, prev_snoozed_until"
+_ACTION_COLUMNS = ("action_id, item_id, action, args, done_at, files, prev_status, prev_answer, prev_snoozed_until,"
+                   " knowledge")
 
 
 def _action(row: tuple) -> CurationAction:
     return CurationAction(row[0], row[1], row[2], json.loads(row[3]), row[4], json.loads(row[5]), row[6],
-                          _load(row[7]), row[8])
+                          _load(row[7]), row[8], _load(row[9]))
 
 
 def last_action(conn: apsw.Connection) -> CurationAction | None:
