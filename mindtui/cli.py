@@ -20,24 +20,24 @@ from typing import Iterator, Sequence
 from mindtui import __version__
 from mindtui.cli_queue import curate, curate_parser, knowledge, knowledge_parser, usage, usage_parser
 from mindtui.cli_text import EXIT_CONFIG, EXIT_DATABASE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED
-from mindtui.cli_text import EXIT_OK, EXIT_USAGE, emit, to_stderr
+from mindtui.cli_text import EXIT_OK, EXIT_USAGE, emit, positive_int, to_stderr
 from mindtui.cli_text import job_summary, neighbours_text, report_table, search_text, status_text
 from mindtui.cli_watch import watch
 from mindtui.config import load_settings, parse_overrides
 from mindtui.console import JsonProgress, StderrProgress, json_line
 from mindtui.service import (
     EVAL_KINDS, NEIGHBOUR_GROUPS, SEARCH_MODES, Audience, CancelToken, ConfigError, DatabaseError, InputError,
-    JobLockedError, MindtuiError, NoteNotFound, NotAllowed, OperationFailed, SearchOptions, Service,
+    JobLockedError, MindtuiError, NotFound, NotAllowed, OperationFailed, SearchOptions, Service,
     compare_eval_reports, format_eval_report, format_graph_stats, not_utf8, store_failure,
 )
 from mindtui.service.job_process import discard_job_config
 
 # The first matching kind names the exit code (subclasses before their bases).
 EXIT_CODES = ((JobLockedError, EXIT_LOCKED), (DatabaseError, EXIT_DATABASE), (ConfigError, EXIT_CONFIG),
-              (InputError, EXIT_USAGE), (NotAllowed, EXIT_USAGE), (NoteNotFound, EXIT_FAILED),
+              (InputError, EXIT_USAGE), (NotAllowed, EXIT_USAGE), (NotFound, EXIT_FAILED),
               (OperationFailed, EXIT_FAILED), (MindtuiError, EXIT_FAILED))
 
-EPILOG = """exit codes: 0 ok, 1 failed (a job step, a model, no such note), 2 usage error,
+EPILOG = """exit codes: 0 ok, 1 failed (a job step, a model, no such note, item or card), 2 usage error,
 3 another job is running, 4 database unusable (missing, older or newer schema, foreign file, locked,
 read-only, disk full or failing), 5 configuration error, 130 interrupted or cancelled (work committed so far is kept)"""
 READING = ("search", "neighbors", "neighbours", "note", "graph", "status", "knowledge")
@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
                             description="Find notes by words and meaning (BM25 + vectors, fused; reranked when "
                                         "a reranker is configured). Any text is a valid query.")
     search.add_argument("query", metavar="QUERY", help="what you are looking for (quote it)")
-    search.add_argument("--limit", type=_positive, default=10, help="how many notes (default 10)")
+    search.add_argument("--limit", type=positive_int, default=10, help="how many notes (default 10)")
     search.add_argument("--mode", choices=SEARCH_MODES, default="hybrid", help="hybrid (default), fts or vector")
     search.add_argument("--type", dest="note_type", help="only notes of this type")
     search.add_argument("--tag", help="only notes with this tag")
@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     neighbors.add_argument("note", metavar="NOTE", help="the note (path, title, alias or note id)")
     neighbors.add_argument("--signal", action="append", metavar="S",
                            help="only this group (repeatable): " + ", ".join(NEIGHBOUR_GROUPS))
-    neighbors.add_argument("--limit", type=_positive, default=20, help="entries shown per group (default 20)")
+    neighbors.add_argument("--limit", type=positive_int, default=20, help="entries shown per group (default 20)")
 
     graph = sub.add_parser("graph", parents=[common, reading, progress], help="graph signals: stats, refresh",
                            description="stats: edge counts per signal and the most connected notes; "
@@ -298,17 +298,6 @@ def _search(args, service: Service) -> int:
         to_stderr(f"notice: {notice}")
     emit(args, response.as_dict(), search_text(response, args.explain))
     return EXIT_OK
-
-
-def _positive(text: str) -> int:
-    """--limit: a whole number of 1 or more (0 and -5 gave one result)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is less than 1")
-    return value
 
 
 def _note(args, service: Service) -> int:

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mindtui.cli_text import EXIT_FAILED, EXIT_OK, emit, to_stderr
+from mindtui.cli_text import EXIT_FAILED, EXIT_OK, emit, positive_int, to_stderr
 from mindtui.cli_text import curation_card_text, curation_list_text, curation_outcome_text, report_table
 from mindtui.cli_text import decision_text, ingest_text, knowledge_item_text, knowledge_list_text
 from mindtui.service import CURATION_KINDS, CURATION_STATUSES, KNOWLEDGE_SCHEMA, KNOWLEDGE_STATUSES
@@ -38,11 +38,11 @@ def knowledge_parser(sub, common: argparse.ArgumentParser, reading: argparse.Arg
     add.add_argument("--private", action="store_true", help="never shown to agents")
     listing = actions.add_parser("list", parents=[common, reading], help="items by subject, type, status",
                                  description="Current items, most important first (--all: history too).")
-    listing.add_argument("--about", metavar="NOTE", help="only items about this note")
+    listing.add_argument("--about", metavar="NOTE", help="only items about this entity note, or topic:TEXT")
     listing.add_argument("--type", dest="item_type", choices=KNOWLEDGE_TYPES, help="only this type")
     listing.add_argument("--status", choices=KNOWLEDGE_STATUSES, help="only this status")
     listing.add_argument("--all", action="store_true", help="superseded items too")
-    listing.add_argument("--limit", type=int, help="at most this many")
+    listing.add_argument("--limit", type=positive_int, help="at most this many")
     show = actions.add_parser("show", parents=[common, reading], help="one item: provenance, chain, decisions",
                               description="An item with its quote, source, supersede chain both ways, its "
                                           "sources and the writer's decisions.")
@@ -61,7 +61,7 @@ def curate_parser(sub, common: argparse.ArgumentParser) -> None:
     listing.add_argument("--kind", choices=CURATION_KINDS, help="only this kind")
     listing.add_argument("--status", choices=[*CURATION_STATUSES, "all"], default="open",
                          help="open (default), resolved, dismissed, snoozed or all")
-    listing.add_argument("--limit", type=int, help="at most this many cards")
+    listing.add_argument("--limit", type=positive_int, help="at most this many cards")
     show = actions.add_parser("show", parents=[common], help="one card: its details and actions",
                               description="A card's details (links, lines, candidates, scores) and its actions.")
     show.add_argument("item_id", metavar="ID", type=int, help="the card's id")
@@ -129,8 +129,13 @@ def knowledge(args, service: Service) -> int:
                     "quote": args.quote, "about": args.about, "supersedes": args.supersedes,
                     "visibility": "private" if args.private else "shared"}
         decision = service.knowledge_submit({k: v for k, v in proposal.items() if v is not None}, "owner").as_dict()
+        if decision["decision"] == "invalid":  # a diagnostic, not a result: stdout has it only as --json
+            to_stderr(f"mindtui: not added: {decision['reason']}")
+            if args.json:
+                emit(args, decision, "")
+            return EXIT_FAILED
         emit(args, decision, decision_text(decision))
-        return EXIT_FAILED if decision["decision"] == "invalid" else EXIT_OK
+        return EXIT_OK
     if args.file == "-":
         lines = sys.stdin.read().splitlines()
     else:

@@ -21,6 +21,17 @@ def emit(args: argparse.Namespace, data: dict, human: str) -> None:
         sys.stdout.write(printable(human.rstrip("\n")) + "\n")
 
 
+def positive_int(text: str) -> int:
+    """An argparse type for --limit: a whole number of 1 or more (0 and -5 gave one result, or all)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
+
+
 def to_stderr(text: str) -> None:
     """A diagnostic for people on stderr, its control characters shown (see service.printable).
     Without a stderr (started with `2>&-`) it is dropped: print() would put it on stdout, among the results."""

@@ -32,7 +32,14 @@ class InputError(MindtuiError):
     """An argument or input file that cannot be used, e.g. a bad evaluation source (exit code 2)."""
 
 
-class NoteNotFound(MindtuiError):
+class NotFound(MindtuiError):
+    """An id or name that names nothing the audience may see: a knowledge item, a curation card (exit code 1).
+
+    Not a usage error: the command was well formed, the thing is not there (or hidden, which reads the same).
+    """
+
+
+class NoteNotFound(NotFound):
     """NOTE names no note the audience may see, or several: the message lists candidates (exit code 1)."""
 
 

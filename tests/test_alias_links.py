@@ -44,6 +44,7 @@ def test_link_writes_target_with_the_alias_as_label_and_undo_restores(queue, vau
     leah = next(c for c in queue.curation_list("alias_link") if c.payload["target_key"] == "leah")
     outcome = queue.curation_resolve(leah.item_id, "link")
     assert outcome.status == "resolved" and outcome.changed_files == ["Notes/Page.md"]
+    assert outcome.message == "the link now names People/Leah Ferguson.md and still reads as written"
     assert (vault.root / "Notes/Page.md").read_text(encoding="utf-8") == (
         "Met [[Leah Ferguson|Leah]], [[Leah Ferguson#Bio|leah]], [[Leah Ferguson|her]] and"
         " [text](../People/Leah%20Ferguson.md), `[[Leah]]` in code.\n"

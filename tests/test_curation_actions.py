@@ -11,7 +11,7 @@ import pytest
 from curation_support import ALPHA, nightly, query, settings_for, write_vault
 from mindtui.audience import Audience
 from mindtui.curation.suggestions import add_related_link
-from mindtui.service import InputError, NoteChanged, OperationFailed, Service
+from mindtui.service import InputError, NotFound, NoteChanged, OperationFailed, Service
 
 
 @pytest.fixture
@@ -90,14 +90,14 @@ def test_retarget_rewrites_every_link_keeping_label_heading_and_embed_and_undo_r
     assert queue.curation_card(card.item_id).status == "open"
 
 
-def test_pick_writes_the_vault_path_and_keeps_the_label(queue, vault):
+def test_pick_writes_the_vault_path_and_the_link_reads_as_written(queue, vault):
     card = queue.curation_list("ambiguous_link")[0]
     with pytest.raises(InputError, match="not one of the candidates"):
         queue.curation_resolve(card.item_id, "pick", target="Gamma")
     with pytest.raises(InputError, match="needs --target"):
         queue.curation_resolve(card.item_id, "pick")
     queue.curation_resolve(card.item_id, "pick", target="B/Doppelt.md")
-    assert "Auch [[B/Doppelt]] und [[B/Doppelt|zwei]].\n" in (vault.root / "Alpha.md").read_text()
+    assert "Auch [[B/Doppelt|Doppelt]] und [[B/Doppelt|zwei]].\n" in (vault.root / "Alpha.md").read_text()
     assert queue.curation_list("ambiguous_link") == []
 
 
@@ -183,12 +183,12 @@ def test_including_a_mass_edit_adds_its_change_edges_and_undo_removes_them(queue
     assert queue.curation_card(card.item_id).status == "open"
 
 
-def test_keep_out_dismisses_and_unknown_cards_and_actions_are_usage_errors(queue):
+def test_keep_out_dismisses_an_unknown_action_is_a_usage_error_an_unknown_card_not_found(queue):
     card = queue.curation_list("mass_edit")[0]
     with pytest.raises(InputError, match="no action 'accept'"):
         queue.curation_resolve(card.item_id, "accept")
-    with pytest.raises(InputError, match="no curation card 999"):
+    with pytest.raises(NotFound, match="no curation card 999"):
         queue.curation_resolve(999, "dismiss")
     assert queue.curation_resolve(card.item_id, "keep_out").status == "dismissed"
-    with pytest.raises(InputError, match="dismissed already"):
+    with pytest.raises(OperationFailed, match="dismissed already"):  # not a usage error: the card is there
         queue.curation_resolve(card.item_id, "include")

@@ -82,7 +82,7 @@ def test_list_show_resolve_undo_as_json(indexed, vault, capsys):
     assert code == 0 and outcome == {"item_id": ambiguous["item_id"], "action": "pick", "status": "resolved",
                                      "message": "the link now names A/Doppelt", "changed_files": ["Alpha.md"],
                                      "notices": [], "undone": False}
-    assert "[[A/Doppelt]]" in (vault.root / "Alpha.md").read_text()
+    assert "Auch [[A/Doppelt|Doppelt]] und [[A/Doppelt|zwei]]." in (vault.root / "Alpha.md").read_text()
     # Undo from another process: the undo log is in the database.
     done = subprocess.run([sys.executable, "-m", "mindtui", "curate", "undo", "--db", db, "--json"],
                           capture_output=True, text=True, timeout=120)
@@ -97,10 +97,16 @@ def test_list_show_resolve_undo_as_json(indexed, vault, capsys):
 
 def test_exit_codes_for_unknown_cards_bad_actions_and_changed_notes(indexed, vault, capsys):
     db = str(indexed)
-    code, _, err = run(capsys, "curate", "show", "999", "--db", db)
-    assert code == 2 and "no curation card 999" in err
+    for argv in (("show", "999"), ("resolve", "999", "dismiss")):  # no such card: 1, as no such note
+        code, _, err = run(capsys, "curate", *argv, "--db", db)
+        assert code == 1 and "no curation card 999" in err
     _, listed, _ = run(capsys, "curate", "list", "--db", db, "--json", "--kind", "unresolved_link")
     card = listed["cards"][0]["item_id"]
+    ambiguous = run(capsys, "curate", "list", "--db", db, "--json", "--kind", "ambiguous_link")[1]["cards"][0]
+    assert run(capsys, "curate", "resolve", str(ambiguous["item_id"]), "dismiss", "--db", db)[0] == 0
+    code, _, err = run(capsys, "curate", "resolve", str(ambiguous["item_id"]), "dismiss", "--db", db)
+    assert code == 1 and "is dismissed already" in err  # the card is there: not a usage error either
+    assert run(capsys, "curate", "undo", "--db", db)[0] == 0
     code, _, err = run(capsys, "curate", "resolve", str(card), "accept", "--db", db)
     assert code == 2 and "no action 'accept'" in err
     code, _, err = run(capsys, "curate", "resolve", str(card), "retarget", "--db", db)

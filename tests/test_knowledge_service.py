@@ -11,7 +11,7 @@ from knowledge_support import proposal, write_vault
 from mindtui.audience import Audience
 from mindtui.cli import main
 from mindtui.config import load_settings
-from mindtui.errors import InputError, NotAllowed
+from mindtui.errors import NotAllowed, NotFound
 from mindtui.knowledge.proposal import Source
 from mindtui.knowledge.writer import submit
 from mindtui.models.holder import ModelHolder
@@ -148,7 +148,7 @@ def test_an_agent_knows_items_by_numbers_that_count_nothing(owner, settings, tmp
         again = agent.knowledge_submit(proposal(title="Emre kennt Fall 01", about="Emre", quote="q"), "agent:scout")
         assert (again.decision, again.item_id) == ("noop", numbers[0])
         for hidden in (made[0].item_id, agents_number(made[0].item_id, settings.db_path)):
-            with pytest.raises(InputError, match=f"no knowledge item {hidden}$"):
+            with pytest.raises(NotFound, match=f"no knowledge item {hidden}$"):
                 agent.knowledge_item(hidden)
     assert owner.knowledge_item(numbers[0]).item_id == shown[0]  # the owner may quote an agent's number
     other = open_database(tmp_path / "other.db")  # another database draws another key
@@ -267,7 +267,43 @@ def test_cli_ingest_add_list_show(settings, tmp_path, capsys, monkeypatch):
     assert main(["knowledge", "list", "--audience", "agent", "--json"]) == 0
     assert {i["title"] for i in json.loads(capsys.readouterr()[0])["items"]} == {"Emre leads sales",
                                                                                 "Emre prefers email"}
-    assert main(["knowledge", "show", "999"]) == 2
+    assert main(["knowledge", "show", "999"]) == 1  # no such item: not a usage error
+    assert "no knowledge item 999" in capsys.readouterr()[1]
+
+
+def test_cli_says_what_is_wrong_on_stderr_and_finds_items_by_topic(settings, tmp_path, capsys, monkeypatch):
+    """A refused `knowledge add` says why on stderr (stdout has results only: the decision with
+    --json); --about topic:TEXT lists a topic's items as --about NOTE lists a note's; a title with
+    a line separator is not one line; --limit is 1 or more; an agent's reason says 'invalid' once."""
+    monkeypatch.setenv("MINDTUI_DB", str(settings.db_path))
+    for title in ("", "x" * 301, "zwei\u2028Zeilen", "zwei\rZeilen"):
+        assert main(["knowledge", "add", "--type", "fact", "--title", title]) == 1
+        out, err = capsys.readouterr()
+        assert out == "" and err.startswith("mindtui: not added: title: ")
+    assert main(["knowledge", "add", "--type", "fact", "--title", "", "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out)["decision"] == "invalid" and "must not be empty" in err
+    for title, about in (("Der Heimrechner hat 16 GB", "topic:Heimrechner"), ("Er steht im Keller", "topic: heimrechner"),
+                         ("Ein anderes Thema", "topic:Garten"), ("Emre mag Tee", "Emre")):
+        assert main(["knowledge", "add", "--type", "fact", "--title", title, "--about", about, "-q"]) == 0
+    capsys.readouterr()
+    assert main(["knowledge", "list", "--about", "topic:HEIMRECHNER", "--json"]) == 0
+    listed = json.loads(capsys.readouterr()[0])["items"]
+    assert sorted(i["title"] for i in listed) == ["Der Heimrechner hat 16 GB", "Er steht im Keller"]
+    assert main(["knowledge", "list", "--about", "topic:Heimrechner", "--limit", "1", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr()[0])["items"]) == 1
+    assert main(["knowledge", "list", "--about", "topic:  "]) == 2
+    assert "needs the topic's text" in capsys.readouterr()[1]
+    for limit in ("0", "-1"):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["knowledge", "list", "--limit", limit])
+        assert exit_info.value.code == 2
+    capsys.readouterr()
+    lines = tmp_path / "agent.jsonl"
+    lines.write_text(json.dumps({**proposal(title="Neu"), "supersedes": 99}), encoding="utf-8")
+    assert main(["knowledge", "ingest", str(lines), "--audience", "agent"]) == 1
+    out, err = capsys.readouterr()
+    assert "line 1: invalid: the item it names does not exist" in out and "invalid: invalid" not in out + err
 
 
 def test_an_agent_gets_items_with_links_to_hidden_notes_taken_out(owner, settings):

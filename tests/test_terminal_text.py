@@ -29,6 +29,8 @@ def test_printable_escapes_every_control_character_but_line_breaks_and_tabs():
     assert printable_line("eins\nzwei\t\x1b") == "eins\\nzwei\\t\\x1b"
     # bidirectional overrides and isolates reorder what follows on screen; marks and joiners stay
     assert printable("Rechnung\u202efdp.exe \u2066x\u2069") == "Rechnung\\u202efdp.exe \\u2066x\\u2069"
+    # the line and paragraph separators break a line on screen (and for str.splitlines())
+    assert printable("ls\u2028rm \u2029") == "ls\\u2028rm \\u2029" and printable_line("a\u2028") == "a\\u2028"
     assert printable("\u05e9\u05dc\u05d5\u05dd\u200f 👩\u200d💻") == "\u05e9\u05dc\u05d5\u05dd\u200f 👩\u200d💻"
 
 
@@ -95,13 +97,15 @@ def test_a_note_name_that_is_a_fifo_is_a_warning_and_never_read(vault, db_path):
 
 
 def test_no_note_is_created_under_a_name_obsidian_or_windows_refuses(vault, db_path):
-    vault.write("Quelle.md", "[[Frage: warum?]] [[CON]] [[Ordner./Neu]] [[Gut. Punkt.]]\n", dedent=False)
+    vault.write("Quelle.md", "[[Frage: warum?]] [[CON]] [[Ordner./Neu]] [[Gut. Punkt.]] [[../../draussen]]\n",
+                dedent=False)
     settings = settings_for(db_path, vault, curation={"note_template": None})
     nightly(settings, vault)
     with Service(settings, audience=Audience.OWNER) as service:
         cards = {c.payload["target"]: c for c in service.curation_list("unresolved_link")}
         refusals = {"Frage: warum?": "holds : ?, which Obsidian and Windows do not allow",
-                    "CON": "is a device name on Windows", "Ordner./Neu": "ends in a dot or a space"}
+                    "CON": "is a device name on Windows", "Ordner./Neu": "ends in a dot or a space",
+                    "../../draussen": "it climbs out of the vault ('..')"}
         for target, why in refusals.items():
             with pytest.raises(OperationFailed, match=re.escape(why) + ".*nothing was written"):
                 service.curation_resolve(cards[target].item_id, "create")

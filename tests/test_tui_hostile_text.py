@@ -245,6 +245,7 @@ def test_visible_shows_every_control_character_as_one_sign_and_leaves_markup_alo
     text = "".join(map(chr, range(0xA0)))
     assert len(visible(text)) == len(text)  # one for one: highlight offsets and cut() stay right
     assert visible("Rechnung\u202efdp.exe \u2066x\u2069", lines=True) == "Rechnung\ufffdfdp.exe \ufffdx\ufffd"
+    assert visible("ls\u2028rm\u2029", lines=True) == "ls\ufffdrm\ufffd"  # a line break only where \n is
     assert visible("\u05e9\u200f 👩\u200d💻") == "\u05e9\u200f 👩\u200d💻"  # marks and joiners stay
     assert literal("[/] [@click=app.quit]x[/]").plain == "[/] [@click=app.quit]x[/]"
     assert not literal("[bold]x").spans

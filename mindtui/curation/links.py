@@ -199,7 +199,7 @@ class UnresolvedLink(_LinkCard):
 class AmbiguousLink(_LinkCard):
     name = "ambiguous_link"
     actions = (
-        Action("pick", "p", "point the link(s) at one of the candidates by its vault path, keeping the label",
+        Action("pick", "p", "point the link(s) at one of the candidates by its vault path; they read as written",
                (Arg("target", "note", "one of the candidate notes"),), confirm=True),
         DISMISS,
     )
@@ -229,7 +229,8 @@ class AmbiguousLink(_LinkCard):
             listed = ", ".join(c["path"] for c in item.payload["candidates"])
             raise UnknownAction(f"{target.path} is not one of the candidates ({listed})")
         stem = target.path[:-3] if target.path.lower().endswith(".md") else target.path
-        edit = _retarget(ctx, item, target, stem)
+        # [[Doppelt]] -> [[A/Doppelt|Doppelt]]: the path settles which note, the text reads as before.
+        edit = _retarget(ctx, item, target, stem, name_as_label=True)
         return Plan("resolved", {"by": "owner", "action": "pick", "target": target.note_id, "target_path": target.path},
                     f"the link now names {stem}", [edit])
 
@@ -269,7 +270,7 @@ class AliasLink(_LinkCard):
         name = link_name(name_index(ctx.conn), target, item.payload["source_path"])
         edit = _retarget(ctx, item, target, name, name_as_label=True)
         return Plan("resolved", {"by": "owner", "action": "link", "target": target.note_id, "target_path": target.path},
-                    f"the link now names {target.path} and still reads {item.payload['target']!r}", [edit])
+                    f"the link now names {target.path} and still reads as written", [edit])
 
 
 # -- a new note from the template ---------------------------------------------------------

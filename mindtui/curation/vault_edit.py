@@ -105,6 +105,8 @@ _WINDOWS_DEVICES = {"con", "prn", "aux", "nul", *(f"{d}{n}" for d in ("com", "lp
 def unportable_name(rel: str) -> str | None:
     """Why a new note may not be written under the vault path `rel` (None: it may)."""
     parts = (rel[:-3] if rel.lower().endswith(".md") else rel).split("/")
+    if ".." in parts:  # a link written relative to its note, climbing out of it: `[[../../elsewhere]]`
+        return "it climbs out of the vault ('..')" if _climbs_out(parts) else "it holds a '..' folder"
     for number, part in enumerate(parts, start=1):
         forbidden = sorted({ch for ch in part if ch in _OBSIDIAN_FORBIDDEN})
         if forbidden:
@@ -115,6 +117,15 @@ def unportable_name(rel: str) -> str | None:
         if number < len(parts) and part != part.rstrip(". "):  # a note's own name has `.md` after it
             return f"the folder name {part!r} ends in a dot or a space, which Windows drops"
     return None
+
+
+def _climbs_out(parts: list[str]) -> bool:
+    depth = 0
+    for part in parts:
+        depth += -1 if part == ".." else 0 if part in ("", ".") else 1
+        if depth < 0:
+            return True
+    return False
 
 
 def _in_dot_folder(path: Path) -> bool:

@@ -132,7 +132,7 @@ def _text(data: dict, name: str, limit: int, required: bool = False, one_line: b
     value = value.strip()
     if "\x00" in value:
         raise ProposalError(f"{name}: contains a NUL character")
-    if one_line and ("\n" in value or "\r" in value):
+    if one_line and len(value.splitlines()) > 1:  # \n, \r, and what else Python breaks a line at (U+2028)
         raise ProposalError(f"{name}: must be one line (put detail in body)")
     if len(value) > limit:
         raise ProposalError(f"{name}: longer than {limit} characters")

@@ -27,7 +27,7 @@ from mindtui.config import Settings
 from mindtui.mcp.tools import TOOLS, ToolInputError, ToolSpec, cut
 from mindtui.mcp.transport import stdio_transport
 from mindtui.service import (
-    PARALLEL_CALLS, Audience, DatabaseError, InputError, MindtuiError, NoteNotFound, NotAllowed, Service,
+    PARALLEL_CALLS, Audience, DatabaseError, InputError, MindtuiError, NotFound, NotAllowed, Service,
 )
 from mindtui.service.context import dumps
 
@@ -68,7 +68,7 @@ def call(service: Service, tools: dict[str, ToolSpec], name: str, arguments: dic
         return error_result("unknown_tool", f"no tool {cut(repr(name), 60)}{hint}; tools: {', '.join(tools)}")
     try:
         result = spec.run(service, spec.check(arguments), client)
-    except NoteNotFound as exc:
+    except NotFound as exc:  # a note, a knowledge item
         return error_result("not_found", str(exc))
     except (ToolInputError, InputError) as exc:
         return error_result("bad_arguments", str(exc))

@@ -19,10 +19,11 @@ import apsw
 
 from mindtui.audience import Audience
 from mindtui.config import Settings
-from mindtui.errors import InputError, ModelUnavailableError, NotAllowed
+from mindtui.errors import InputError, ModelUnavailableError, NotAllowed, NotFound
 from mindtui.graph.neighbours import find_note
 from mindtui.knowledge.ingest import ingest_lines
-from mindtui.knowledge.proposal import TYPES, Source, parse_proposal
+from mindtui.knowledge.proposal import TOPIC_PREFIX, TYPES, Source, parse_proposal
+from mindtui.knowledge.subjects import Subject
 from mindtui.knowledge.writer import Decision, submit
 from mindtui.models.holder import READY, ModelHolder
 from mindtui.service.item_ids import ItemIds
@@ -34,7 +35,7 @@ from mindtui.store.pool import ConnectionPool, PooledConnection
 EDITABLE = ("type", "title", "body", "quote", "about", "confidence", "visibility", "valid_from")
 AGENT_REASONS = {"add": "added as a draft", "supersede": "superseded as proposed", "noop": "known already",
                  "update": "updated", "card": "held for the owner's review", "stale": "flagged stale",
-                 "invalid": "invalid: the item it names does not exist or is no longer current"}
+                 "invalid": "the item it names does not exist or is no longer current"}
 
 
 @dataclass
@@ -145,10 +146,14 @@ class KnowledgeDesk:
             raise InputError(f"unknown item type {type_!r}; choose from {', '.join(TYPES)}")
         if status is not None and status not in store.STATUSES:
             raise InputError(f"unknown status {status!r}; choose from {', '.join(store.STATUSES)}")
+        if about is not None and about.startswith(TOPIC_PREFIX) and not about[len(TOPIC_PREFIX):].strip():
+            raise InputError("about: 'topic:' needs the topic's text (topic:TEXT)")
         with self.pool.connection() as pooled:
             conn = pooled.conn
-            about_id = find_note(conn, about).note_id if about else None
-            items = store.list_items(conn, about_id, type_, status, current_only and status != store.SUPERSEDED, limit)
+            subject = Subject(topic=about[len(TOPIC_PREFIX):].strip()) if about and about.startswith(TOPIC_PREFIX) \
+                else Subject(note_id=find_note(conn, about).note_id if about else None)
+            items = store.list_items(conn, subject.note_id, type_, status, current_only and status != store.SUPERSEDED,
+                                     limit, topic_key=subject.topic_key)
             return self._told(views_of(conn, items))
 
     def item(self, told: int) -> KnowledgeView:
@@ -157,7 +162,7 @@ class KnowledgeDesk:
             item_id = self._owner_row_of(conn, told)
             item = store.get_item(conn, item_id)
             if item is None:
-                raise InputError(f"no knowledge item {told}")
+                raise NotFound(f"no knowledge item {told}")
             back, forward = store.predecessors(conn, item_id), store.successors(conn, item_id)
             view = views_of(conn, [item])[0]
             view.supersedes = [_brief(i) for i in back]
@@ -225,7 +230,7 @@ class KnowledgeDesk:
         with self.pool.connection() as pooled:
             item = store.get_item(pooled.conn, item_id)
             if item is None:
-                raise InputError(f"no knowledge item {item_id}")
+                raise NotFound(f"no knowledge item {item_id}")
             if not item.is_current:
                 raise InputError(f"item {item_id} is no longer current (superseded by {item.superseded_by}); edit that")
             about = item.about_note_id or (f"topic:{item.about_topic}" if item.about_topic else None)

@@ -18,10 +18,13 @@ import re
 # What counts as a control character for every front end (the TUI shows them as signs,
 # tui.literal): C0, DEL and C1 (U+0080-U+009F: U+009B is a one-character CSI to a terminal
 # reading 8-bit controls), and the bidirectional controls that reorder text (BIDI_CONTROLS).
-# The marks (U+200E, U+200F) and joiners stay: right-to-left text and emoji need them.
+# The marks (U+200E, U+200F) and joiners stay: right-to-left text and emoji need them. The line
+# and paragraph separators (U+2028, U+2029) count too: a renderer or str.splitlines() breaks the
+# line there, so a one-line title or message would not be one line on screen.
 BIDI_CONTROLS = "\u202a-\u202e\u2066-\u2069"
-CONTROL = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{BIDI_CONTROLS}]")
-_CONTROL_BUT_LINES = re.compile(f"[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f{BIDI_CONTROLS}]|\\r(?!\\n)")
+LINE_SEPARATORS = "\u2028\u2029"
+CONTROL = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{BIDI_CONTROLS}{LINE_SEPARATORS}]")
+_CONTROL_BUT_LINES = re.compile(f"[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f{BIDI_CONTROLS}{LINE_SEPARATORS}]|\\r(?!\\n)")
 _NAMED = {"\r": "\\r", "\n": "\\n", "\t": "\\t"}
 
 

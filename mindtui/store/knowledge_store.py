@@ -137,15 +137,20 @@ def card_by_subject(conn: apsw.Connection, kind: str, subject_key: str) -> tuple
 
 def list_items(conn: apsw.Connection, about_note_id: str | None = None, type_: str | None = None,
                status: str | None = None, current_only: bool = True, limit: int | None = None,
-               source_note_id: str | None = None) -> list[KnowledgeItem]:
-    """Items by subject, type, status; most important first, then newest."""
+               source_note_id: str | None = None, topic_key: str | None = None) -> list[KnowledgeItem]:
+    """Items by subject (an entity note, or a free topic by its exact_key), type, status; most
+    important first, then newest."""
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM knowledge_items k WHERE (?1 IS NULL OR k.about_note_id = ?1)"
         " AND (?2 IS NULL OR k.type = ?2) AND (?3 IS NULL OR k.status = ?3) AND (?4 = 0 OR k.is_current = 1)"
-        " AND (?5 IS NULL OR k.source_note_id = ?5)"
-        " ORDER BY k.is_current DESC, k.importance DESC, k.item_id DESC LIMIT ?6",
-        (about_note_id, type_, status, int(current_only), source_note_id, -1 if limit is None else int(limit)))
-    return [_item(row) for row in rows]
+        " AND (?5 IS NULL OR k.source_note_id = ?5) AND (?6 IS NULL OR k.about_topic IS NOT NULL)"
+        " ORDER BY k.is_current DESC, k.importance DESC, k.item_id DESC LIMIT ?7",
+        (about_note_id, type_, status, int(current_only), source_note_id, topic_key,
+         -1 if limit is None or topic_key is not None else int(limit)))
+    items = [_item(row) for row in rows]
+    if topic_key is not None:  # a topic's key is exact_key of its text: compared here, as current_on_subject does
+        items = [item for item in items if exact_key(item.about_topic or "") == topic_key][:limit]
+    return items
 
 
 def items_of_note(conn: apsw.Connection, note_id: str, current_only: bool = True) -> list[KnowledgeItem]:
