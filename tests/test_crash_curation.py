@@ -138,7 +138,7 @@ def test_a_killed_answer_is_finished_and_a_rerun_equals_a_clean_run(tmp_path, an
     curate_killed_at(settings.db_path, point, when, "resolve", item, *ANSWERS[answer])
     index(settings, vault)  # the restart: the nightly import
     assert_sound_and_in_step(settings, vault)
-    assert curate(settings, "resolve", item, *ANSWERS[answer]) == 2  # answered already: the answer stands
+    assert curate(settings, "resolve", item, *ANSWERS[answer]) == 1  # answered already (exit 1): the answer stands
     assert state(settings, vault) == state(clean, clean_vault)
 
 
