@@ -20,7 +20,7 @@ from typing import Iterator, Sequence
 from mindtui import __version__
 from mindtui.cli_queue import curate, curate_parser, knowledge, knowledge_parser, usage, usage_parser
 from mindtui.cli_text import EXIT_CONFIG, EXIT_DATABASE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED
-from mindtui.cli_text import EXIT_OK, EXIT_USAGE, emit, positive_int, to_stderr
+from mindtui.cli_text import EXIT_OK, EXIT_USAGE, emit, positive_int, print_warnings, to_stderr
 from mindtui.cli_text import job_summary, neighbours_text, report_table, search_text, status_text
 from mindtui.cli_watch import watch
 from mindtui.config import load_settings, parse_overrides
@@ -223,13 +223,6 @@ def _say(args: argparse.Namespace):
     return (lambda text: None) if args.quiet else to_stderr
 
 
-def _print_warnings(warnings: list[dict], limit: int = 20) -> None:
-    for warning in warnings[:limit]:
-        to_stderr(f"warning: {warning['path']}: {warning['reason']}")
-    if len(warnings) > limit:
-        to_stderr(f"warning: ... and {len(warnings) - limit} more (see --json)")
-
-
 @contextlib.contextmanager
 def _cancel_on_interrupt(json_progress: JsonProgress | None = None) -> Iterator[CancelToken]:
     """The first Ctrl-C asks the running step to stop at a safe point; a second one stops at once.
@@ -270,7 +263,7 @@ def _run_job(args, service: Service, job: str, vault: Path | None, steps: list[s
         json_progress.result(result)  # warnings and step errors are in its step reports
     else:
         for step in result.steps:
-            _print_warnings(step.report.get("warnings", []))
+            print_warnings(step.report.get("warnings", []))
             if step.status != "ok":
                 to_stderr(f"error: step {step.step!r} {step.status}: {step.error}")
     if job in ("index", "embed") and len(result.steps) == 1 and result.ok:

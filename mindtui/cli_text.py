@@ -39,6 +39,14 @@ def to_stderr(text: str) -> None:
         print(printable(text), file=sys.stderr)
 
 
+def print_warnings(warnings: list[dict], limit: int = 20) -> None:
+    """An import's per-file warnings (too large, binary, not UTF-8, bad frontmatter), on stderr."""
+    for warning in warnings[:limit]:
+        to_stderr(f"warning: {warning['path']}: {warning['reason']}")
+    if len(warnings) > limit:
+        to_stderr(f"warning: ... and {len(warnings) - limit} more (see --json)")
+
+
 def report_table(report: dict) -> str:
     keys = [k for k, v in report.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
     width = max((len(k) for k in keys), default=0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 
-from mindtui.cli_text import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, to_stderr, watch_line
+from mindtui.cli_text import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, print_warnings, to_stderr, watch_line
 from mindtui.service import Service
 
 
@@ -21,6 +21,8 @@ def watch(args, service: Service) -> int:
         wake.set()
 
     def on_change(change) -> None:
+        if change.kind == "imported" and not args.quiet:  # a note that became binary or too large leaves the index
+            print_warnings((change.report or {}).get("warnings", []))
         line, is_result = watch_line(change, args.json)
         if is_result:
             try:

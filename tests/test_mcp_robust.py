@@ -25,7 +25,7 @@ from tui_support import build_fixed_db
 from mindtui.audience import Audience
 from mindtui.config import load_settings
 from mindtui.errors import InputError
-from mindtui.mcp.transport import MAX_IN_FLIGHT, MAX_MESSAGE_BYTES
+from mindtui.mcp.transport import MAX_IN_FLIGHT, MAX_MESSAGE_BYTES, id_in_head
 from mindtui.service import SearchOptions, Service
 
 from conftest import REPO
@@ -149,11 +149,25 @@ def test_a_huge_line_is_refused_without_reading_it_into_memory(fixed_db):
     before = peak_kb()
     huge = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "' + b"a" * 50_000_000 + b'"}}'
     answer = server.ask(huge)
-    assert answer["id"] is None and answer["error"]["code"] == -32600
+    assert answer["id"] == 1 and answer["error"]["code"] == -32600  # its id read from the start it kept
     assert f"at most {MAX_MESSAGE_BYTES}" in answer["error"]["message"]
     assert peak_kb() - before < 60_000  # the SDK's transport read it whole: ~490 MB more
     assert search_works(server, 2)  # the next line is read from its start
     assert server.close()[0] == 0
+
+
+@pytest.mark.parametrize(("head", "found"), [
+    (b'{"jsonrpc": "2.0", "id": 908, "method": "tools/call", "params": {"q": "aaa', 908),
+    (b'{"method": "x", "id" : "abc-1", "params": {"q": "aaa', "abc-1"),
+    (b'{"jsonrpc": "2.0", "method": "tools/call", "params": {"id": 5, "q": "aaa', None),  # nested: not its id
+    (b'{"jsonrpc": "2.0", "params": {"q": "\\"id\\": 7, aaa', None),  # inside a string
+    (b'{"jsonrpc": "2.0", "id": 12', None),  # cut inside the value: maybe 123
+    (b'{"jsonrpc": "2.0", "id": null, "x": "aaa', None),
+    (b'{"id": true, "x": "aaa', None),
+    (b'[{"id": 3}, "aaa', None),
+])
+def test_the_id_of_a_line_too_long_to_read_comes_from_its_start(head, found):
+    assert id_in_head(head) == found
 
 
 def test_the_requests_read_before_stdin_ends_are_answered(fixed_db):
@@ -255,7 +269,7 @@ async def test_an_error_quotes_a_long_value_cut_short(fixed_db):
     async with serving(fixed_db) as client:
         is_error, data = await call(client, "search", {"query": "x" * 1_000_000})
         assert is_error and data["error"] == "bad_arguments" and "is too long" in data["message"]
-        assert "1,000,002 characters" in data["message"] and len(data["message"]) < 300
+        assert "(1,000,000 characters)" in data["message"] and len(data["message"]) < 300  # its length, not its repr's
         is_error, data = await call(client, "search", {"query": "x", "y" * 100_000: 1})
         assert is_error and len(data["message"]) < 500
         is_error, data = await call(client, "z" * 1_000_000)

@@ -209,13 +209,17 @@ def test_mindtui_watch_imports_headless_and_stops_on_a_signal(vault, db_path, si
         vault.write("Beta.md", "# Beta\n\nabout herons\n")
         second = lines.get(timeout=WAIT_S)
         assert '"paths": ["Beta.md"]' in second and '"added": 1' in second, second
+        (vault.root / "Beta.md").write_bytes(b"# Beta\n\x00\x01binary now\n")
+        third = lines.get(timeout=WAIT_S)
+        assert '"paths": ["Beta.md"]' in third and '"deleted": 1' in third, third
         process.send_signal(signum)
         assert process.wait(WAIT_S) == code
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert "watching" in process.stderr.read()
+    said = process.stderr.read()
+    assert "watching" in said and "warning: Beta.md: binary content" in said, said  # why it left the index
 
 
 def test_job_children_run_nicer_than_the_front_end(sample_vault, db_path):

@@ -61,9 +61,13 @@ def cut(text: str, at: int = MAX_MESSAGE_CHARS) -> str:
 
 
 def _shown_message(error) -> str:
-    """jsonschema's message, with the value it quotes cut short."""
+    """jsonschema's message, with the value it quotes cut short (a text's length is its own, not
+    that of its quoted form)."""
     quoted = repr(error.instance)
-    return error.message.replace(quoted, cut(quoted, 60)) if len(quoted) > 60 else error.message
+    if len(quoted) <= 60:
+        return error.message
+    shown = f"{quoted[:60]}… ({len(error.instance):,} characters)" if isinstance(error.instance, str) else cut(quoted, 60)
+    return error.message.replace(quoted, shown)
 
 
 def _obj(properties: dict, required: tuple[str, ...] = ()) -> dict:

@@ -132,13 +132,44 @@ def parse_line(line: bytes) -> SessionMessage | None:
     return SessionMessage(message)
 
 
+HEAD_BYTES = 4096  # of a line too long to read: kept to find its id (clients write it near the start)
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_ID_VALUE = re.compile(r'\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)\s*[,}]')
+
+
+def id_in_head(head: bytes) -> Any:
+    """The top-level "id" of a message of which only `head` was read, or None: only a complete
+    string or integer value of a key of the outermost object counts (an "id" nested in params
+    does not, so an answer never carries another request's id)."""
+    text = head.decode("utf-8", errors="replace")
+    depth, at = 0, 0
+    if not text.lstrip().startswith("{"):
+        return None
+    while at < len(text):
+        char = text[at]
+        if char == '"':
+            string = _JSON_STRING.match(text, at)
+            if string is None:
+                return None  # cut inside a string
+            if depth == 1 and string.group() == '"id"':
+                value = _JSON_ID_VALUE.match(text, string.end())
+                if value is not None:
+                    return _request_id({"id": json.loads(value.group(1))})
+            at = string.end()
+            continue
+        depth += 1 if char in "{[" else -1 if char in "}]" else 0
+        at += 1
+    return None
+
+
 class _LineReader:
     """Lines of at most `limit` bytes from a file descriptor, read by a daemon thread (a blocked
-    read never keeps the process from ending). A longer line is skipped, not kept: TooLong."""
+    read never keeps the process from ending). A longer line is skipped, not kept: its size and
+    its first HEAD_BYTES instead (for its id)."""
 
     def __init__(self, fd: int, limit: int) -> None:
         self.fd, self.limit = fd, limit
-        self.send, self.receive = anyio.create_memory_object_stream[bytes | int | None](1)
+        self.send, self.receive = anyio.create_memory_object_stream[bytes | tuple[int, bytes] | None](1)
 
     def start(self) -> None:
         token = anyio.lowlevel.current_token()
@@ -152,6 +183,7 @@ class _LineReader:
 
     def _read(self, put) -> None:
         buffer, skipped = bytearray(), 0  # skipped: bytes of an overlong line thrown away so far
+        head = b""  # the first bytes of the overlong line being skipped
         while True:
             try:
                 chunk = os.read(self.fd, READ_CHUNK)
@@ -160,7 +192,7 @@ class _LineReader:
                 chunk = b""
             if not chunk:
                 if skipped or len(buffer) > self.limit:
-                    put(skipped + len(buffer))
+                    put((skipped + len(buffer), head if skipped else bytes(buffer[:HEAD_BYTES])))
                 elif buffer:
                     put(bytes(buffer))  # a last line without its newline: answered as any other
                 put(None)
@@ -170,10 +202,15 @@ class _LineReader:
             line_start = 0
             while (end := buffer.find(b"\n", max(start, line_start))) >= 0:
                 size = skipped + end - line_start
-                put(size if skipped or size > self.limit else bytes(buffer[line_start:end]))
+                if skipped or size > self.limit:
+                    put((size, head if skipped else bytes(buffer[line_start:line_start + HEAD_BYTES])))
+                else:
+                    put(bytes(buffer[line_start:end]))
                 skipped, line_start = 0, end + 1
             del buffer[:line_start]
             if len(buffer) > self.limit:
+                if not skipped:
+                    head = bytes(buffer[:HEAD_BYTES])
                 skipped += len(buffer)
                 buffer.clear()
 
@@ -307,9 +344,10 @@ async def _relay(reader: _LineReader, to_server, in_flight: _InFlight, refuse, l
             break
         if line is None:
             break
-        if isinstance(line, int):
-            await refuse(None, types.INVALID_REQUEST, f"Invalid Request: a message of {line} bytes; "
-                                                      f"at most {limit} are read")
+        if isinstance(line, tuple):
+            size, head = line
+            await refuse(id_in_head(head), types.INVALID_REQUEST, f"Invalid Request: a message of {size} bytes; "
+                                                                  f"at most {limit} are read")
             continue
         try:
             message = parse_line(line)
