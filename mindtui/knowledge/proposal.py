@@ -21,6 +21,13 @@ TYPES = ("fact", "decision", "learning", "playbook", "preference", "reference", 
 VISIBILITIES = ("shared", "private")
 SOURCE_TYPES = ("note", "agent", "owner", "job")
 TOPIC_PREFIX = "topic:"
+
+
+def topic_of(about: str | None) -> str | None:
+    """The free topic of an `about` written "topic:<text>" (stripped; "" when the text is missing), else None."""
+    if about is not None and about.startswith(TOPIC_PREFIX):
+        return about[len(TOPIC_PREFIX):].strip()
+    return None
 MAX_TITLE = 300
 MAX_BODY = 20_000
 MAX_QUOTE = 4_000
@@ -48,9 +55,7 @@ class Proposal:
     @property
     def topic(self) -> str | None:
         """The free topic of `about: "topic:<text>"`, else None."""
-        if self.about is not None and self.about.startswith(TOPIC_PREFIX):
-            return self.about[len(TOPIC_PREFIX):].strip()
-        return None
+        return topic_of(self.about)
 
     def as_dict(self) -> dict:
         """The proposal in the v1 format (parse_proposal reads it back unchanged)."""
@@ -184,7 +189,7 @@ def _parse(data: object) -> Proposal:
     body = _text(data, "body", MAX_BODY) or ""
     quote = _text(data, "quote", MAX_QUOTE) or None
     about = _text(data, "about", MAX_ABOUT, one_line=True) or None
-    if about is not None and about.startswith(TOPIC_PREFIX) and not about[len(TOPIC_PREFIX):].strip():
+    if topic_of(about) == "":
         raise ProposalError("about: 'topic:' needs the topic's text")
     supersedes = data.get("supersedes")
     if supersedes is not None and (isinstance(supersedes, bool) or not isinstance(supersedes, int)

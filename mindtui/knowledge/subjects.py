@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import apsw
 import numpy as np
 
-from mindtui.knowledge.proposal import Proposal
+from mindtui.knowledge.proposal import Proposal, topic_of
 from mindtui.store import knowledge_store as store
 from mindtui.store import names
 from mindtui.text import analysis
@@ -58,8 +58,9 @@ def resolve_about(conn: apsw.Connection, about: str | None, entity_types: tuple[
     see is the subject (a private `Privat/Emre.md` beside `Personen/Emre.md` makes no card)."""
     if about is None:
         return Subject()
-    if about.startswith("topic:"):
-        return Subject(topic=about[len("topic:"):].strip())
+    topic = topic_of(about)
+    if topic is not None:
+        return Subject(topic=topic)
     found = matching_notes(conn, about)
     wanted = {t.lower() for t in entity_types}
     entities = found if any_note else [r for r in found if r.type.lower() in wanted]

@@ -22,7 +22,7 @@ from mindtui.config import Settings
 from mindtui.errors import InputError, ModelUnavailableError, NotAllowed, NotFound
 from mindtui.graph.neighbours import find_note
 from mindtui.knowledge.ingest import ingest_lines
-from mindtui.knowledge.proposal import TOPIC_PREFIX, TYPES, Source, parse_proposal
+from mindtui.knowledge.proposal import TYPES, Source, parse_proposal, topic_of
 from mindtui.knowledge.subjects import Subject
 from mindtui.knowledge.writer import Decision, submit
 from mindtui.models.holder import READY, ModelHolder
@@ -146,11 +146,12 @@ class KnowledgeDesk:
             raise InputError(f"unknown item type {type_!r}; choose from {', '.join(TYPES)}")
         if status is not None and status not in store.STATUSES:
             raise InputError(f"unknown status {status!r}; choose from {', '.join(store.STATUSES)}")
-        if about is not None and about.startswith(TOPIC_PREFIX) and not about[len(TOPIC_PREFIX):].strip():
+        topic = topic_of(about)
+        if topic == "":
             raise InputError("about: 'topic:' needs the topic's text (topic:TEXT)")
         with self.pool.connection() as pooled:
             conn = pooled.conn
-            subject = Subject(topic=about[len(TOPIC_PREFIX):].strip()) if about and about.startswith(TOPIC_PREFIX) \
+            subject = Subject(topic=topic) if topic is not None \
                 else Subject(note_id=find_note(conn, about).note_id if about else None)
             items = store.list_items(conn, subject.note_id, type_, status, current_only and status != store.SUPERSEDED,
                                      limit, topic_key=subject.topic_key)

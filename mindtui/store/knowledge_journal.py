@@ -110,11 +110,7 @@ def put_back(conn: apsw.Connection, journal: dict, card_id: int, now: str) -> li
     for key, columns in journal.get("changed", {}).items():
         item_id = int(key)
         items.update_item(conn, item_id, now, **{name: before for name, (before, _) in columns.items()})
-        restored = items.get_item(conn, item_id)
-        conn.execute("DELETE FROM main.knowledge_fts WHERE rowid = ?", (item_id,))
-        if restored is not None and restored.is_current:
-            conn.execute("INSERT INTO main.knowledge_fts (rowid, title, body, quote) VALUES (?, ?, ?, ?)",
-                         (item_id, *items.fts_text(restored.title, restored.body, restored.quote)))
+        items.refresh_fts(conn, item_id)
         _log(conn, now, item_id, card_id, "the item is as before it")
         done.append(f"item #{item_id} as before" + (" (current again)" if "is_current" in columns else ""))
     for item_id, source_type, source_id in journal.get("sources", []):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Iterable
 
 import apsw
 
@@ -122,10 +123,15 @@ def current_on_subject(conn: apsw.Connection, about_note_id: str | None, topic_k
     if topic_key is not None:
         rows = conn.execute(f"SELECT {_COLUMNS} FROM knowledge_items k WHERE k.is_current = 1"
                             " AND k.about_note_id IS NULL AND k.about_topic IS NOT NULL ORDER BY k.item_id")
-        return [item for item in map(_item, rows) if exact_key(item.about_topic or "") == topic_key]
+        return _on_topic(map(_item, rows), topic_key)
     rows = conn.execute(f"SELECT {_COLUMNS} FROM knowledge_items k WHERE k.is_current = 1"
                         " AND k.about_note_id IS NULL AND k.about_topic IS NULL ORDER BY k.item_id")
     return [_item(row) for row in rows]
+
+
+def _on_topic(items: Iterable[KnowledgeItem], topic_key: str) -> list[KnowledgeItem]:
+    """The items whose free topic has this key: exact_key of the topic's text, which SQL cannot compute."""
+    return [item for item in items if exact_key(item.about_topic or "") == topic_key]
 
 
 def card_by_subject(conn: apsw.Connection, kind: str, subject_key: str) -> tuple[int, str] | None:
@@ -148,8 +154,8 @@ def list_items(conn: apsw.Connection, about_note_id: str | None = None, type_: s
         (about_note_id, type_, status, int(current_only), source_note_id, topic_key,
          -1 if limit is None or topic_key is not None else int(limit)))
     items = [_item(row) for row in rows]
-    if topic_key is not None:  # a topic's key is exact_key of its text: compared here, as current_on_subject does
-        items = [item for item in items if exact_key(item.about_topic or "") == topic_key][:limit]
+    if topic_key is not None:
+        items = _on_topic(items, topic_key)[:limit]
     return items
 
 
@@ -190,6 +196,15 @@ def end_item(conn: apsw.Connection, item_id: int, superseded_by: int | None, now
     """No longer current (superseded or retracted): kept as history, out of the full text."""
     update_item(conn, item_id, now, status=SUPERSEDED, is_current=False, ended_at=now, superseded_by=superseded_by)
     conn.execute("DELETE FROM main.knowledge_fts WHERE rowid = ?", (item_id,))
+
+
+def refresh_fts(conn: apsw.Connection, item_id: int) -> None:
+    """The item's full-text row as it is now: written anew when it is current, gone when not (or when there is no item)."""
+    conn.execute("DELETE FROM main.knowledge_fts WHERE rowid = ?", (item_id,))
+    item = get_item(conn, item_id)
+    if item is not None and item.is_current:
+        conn.execute("INSERT INTO main.knowledge_fts (rowid, title, body, quote) VALUES (?, ?, ?, ?)",
+                     (item_id, *fts_text(item.title, item.body, item.quote)))
 
 
 def fts_text(title: str, body: str, quote: str | None) -> tuple[str, str, str]:
