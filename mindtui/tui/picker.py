@@ -66,6 +66,10 @@ class NoteSearchPicker(ReportsWorkerErrors, ModalScreen[str | None]):
         self.title_text = title
         self.initial = initial
         self.results: list = []
+        self.results_for: str | None = None  # the query `results` answer
+        # Enter came before the answer to what is typed (keys typed ahead in one burst): pick
+        # when it arrives, never from the answer to an earlier query.
+        self.pick_when_found = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
@@ -95,13 +99,22 @@ class NoteSearchPicker(ReportsWorkerErrors, ModalScreen[str | None]):
     def _found(self, message: Found) -> None:
         if message.query != self.query_one("#picker-query", Input).value:
             return
-        self.results = message.results
+        self.results, self.results_for = message.results, message.query
         self.query_one("#picker-list", OptionList).set_options(
             [Option(literal(f"{r.title}  ({r.path})"), id=r.note_id) for r in message.results])
+        if self.pick_when_found:
+            self.pick_when_found = False
+            self._pick_highlighted()
 
     @on(Input.Submitted, "#picker-query")
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
+        if self.results_for != event.value:
+            self.pick_when_found = True
+            return
+        self._pick_highlighted()
+
+    def _pick_highlighted(self) -> None:
         option_list = self.query_one("#picker-list", OptionList)
         index = option_list.highlighted if option_list.highlighted is not None else 0
         if self.results:
