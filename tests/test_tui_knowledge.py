@@ -19,13 +19,17 @@ def service(sample_vault, db_path):
 tui = pilot_app
 
 
+async def knowledge_mode(pilot) -> KnowledgeScreen:
+    await pilot.press("tab", "5")
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, KnowledgeScreen)
+    return pilot.app.screen
+
+
 async def test_add_and_edit_an_item_by_keyboard_keeps_the_history(service):
     app = tui(service)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("tab", "5")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, KnowledgeScreen)
+        screen = await knowledge_mode(pilot)
         before = len(screen.items)
         await pilot.press("a")
         await settle(pilot)
@@ -106,3 +110,18 @@ async def test_round_trip_proposal_card_answer_by_keyboard_confirmed_item_found_
         await pilot.press("f2", *"Reranking zwanzig Kandidaten", "ctrl+f", "tab", "tab", "tab", *"knowledge")
         await settle(pilot)
         assert app.screen.results[0].kind == "knowledge" and app.screen.results[0].item_id == item.item_id
+
+
+async def test_edit_pressed_before_the_moved_to_items_detail_edits_that_item(service):
+    app = tui(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await knowledge_mode(pilot)
+        rows = [n for n, row in enumerate(screen.rows) if row is not None]
+        assert len(rows) >= 2 and screen.detail.item_id == screen.rows[rows[0]].item_id
+        # A move and `e` handled before the detail worker answers (keys that arrive together):
+        # the old code opened the form of the item just left.
+        screen.query_one("#items").highlighted = rows[1]
+        screen.action_edit()
+        await settle(pilot)
+        assert isinstance(app.screen, KnowledgeForm)
+        assert app.screen.item.item_id == screen.rows[rows[1]].item_id

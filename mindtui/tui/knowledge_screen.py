@@ -4,6 +4,8 @@ supersedes it: history stays), `h` shows superseded items too."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -89,7 +91,10 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
         self.items: list = []
         self.rows: list = []  # option index -> item (None for a subject heading)
         self.history = False
-        self.detail = None
+        self.detail = None  # the highlighted item as last loaded: it lags a move by one worker's answer
+        # `e`/`o` pressed before the highlighted item's detail came (keys that arrive together):
+        # (its id, the action), run when that item's detail arrives, never on the item left.
+        self.after_detail: tuple[int, Callable[[], None]] | None = None
 
     def compose(self) -> ComposeResult:
         yield LiteralInput(placeholder="/ filter by words, subject or type…", id="knowledge-filter", classes="hidden")
@@ -167,6 +172,19 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
     def _detail(self, message: Detail) -> None:
         self.detail = message.item
         self.query_one("#item-detail", Static).update(literal(item_detail(message.item), lines=True))
+        if self.after_detail is not None and self.after_detail[0] == message.item.item_id:
+            action, self.after_detail = self.after_detail[1], None
+            action()
+
+    def _on_highlighted_item(self, action: Callable[[], None]) -> None:
+        """Run action on the highlighted item's detail: now when it is loaded, else when it arrives."""
+        index = self.query_one("#items", OptionList).highlighted
+        row = self.rows[index] if index is not None and 0 <= index < len(self.rows) else None
+        if row is not None and (self.detail is None or self.detail.item_id != row.item_id):
+            self.after_detail = (row.item_id, action)
+            return
+        self.after_detail = None
+        action()
 
     # -- keys ----------------------------------------------------------------------------
     def action_filter(self) -> None:
@@ -192,6 +210,9 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
         self.load()
 
     def action_source(self) -> None:
+        self._on_highlighted_item(self._open_source)
+
+    def _open_source(self) -> None:
         if self.detail is not None and self.detail.source_note_id:
             self.app.open_note(self.detail.source_note_id)
         elif self.detail is not None:
@@ -201,6 +222,9 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
         self.app.push_screen(KnowledgeForm(None), self._form_done)
 
     def action_edit(self) -> None:
+        self._on_highlighted_item(self._edit)
+
+    def _edit(self) -> None:
         if self.detail is None:
             return
         if not self.detail.is_current:
