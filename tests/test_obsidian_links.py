@@ -86,3 +86,16 @@ def test_a_markdown_link_to_a_bare_name_resolves_vault_wide(vault, db_path):
                           " LEFT JOIN notes t ON t.note_id = l.resolved_note_id ORDER BY l.seq") == [
         ("Zektor", "resolved", "People/Zektor.md"), ("Zektor.md", "resolved", "People/Zektor.md"),
         ("Notes/Local.md", "resolved", "Notes/Local.md"), ("People/Zektor.md", "resolved", "People/Zektor.md")]
+
+
+def test_a_markdown_link_target_keeps_its_balanced_parentheses(vault, db_path):
+    # hub: `[Kanban](Kanban%20(SlRvb).md)` was cut at the first ')', a false unresolved-link card.
+    assert found("[k](Kanban%20(SlRvb).md) [w](Wiki_(Begriff)#Teil) [u](Ohne) danach)\n") == [
+        "Kanban (SlRvb).md", "Wiki_(Begriff)", "Ohne"]
+    assert found("[nie](halb(offen) und (zu)\n") == []  # unbalanced: no link, as in CommonMark
+    vault.write("Notes/Page.md", "Siehe [Kanban](Kanban%20(SlRvb).md).\n")
+    vault.write("CSS Snippets/Kanban (SlRvb).md", "# Kanban\n")
+    run_import(db_path, vault.root)
+    assert query(db_path, "SELECT l.resolution, t.path FROM note_links l"
+                          " LEFT JOIN notes t ON t.note_id = l.resolved_note_id") == [
+        ("resolved", "CSS Snippets/Kanban (SlRvb).md")]

@@ -23,8 +23,10 @@ EVIDENCE_CHARS = 300
 
 WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*?)\]\]")
 # No '[' in the text or the target: each match attempt then stops at the next '[', so a long line of
-# '[a](' pieces takes linear time, not minutes (a target found is the same).
-MARKDOWN_LINK = re.compile(r"(!?)\[[^\[\]\n]*\]\((<[^>\n]+>|[^)\s\[]+)(?:\s+\"[^\"\n]*\")?\)")
+# '[a](' pieces takes linear time, not minutes (a target found is the same). A target may hold
+# balanced parentheses, one level deep, as CommonMark allows (`[x](Kanban%20(SlRvb).md)`); the two
+# alternatives start with different characters, so the loop never backtracks.
+MARKDOWN_LINK = re.compile(r"(!?)\[[^\[\]\n]*\]\((<[^>\n]+>|(?:[^()\s\[]|\([^()\s\[]*\))+)(?:\s+\"[^\"\n]*\")?\)")
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 REL_LINE = re.compile(r"^\s*(?:[-*+]\s+)?rel::?\s*([A-Za-z][\w-]*)\s*:?\s+(.*\[\[.*)$")
 CALLOUT_START = re.compile(r"^\s*>\s*\[!([^\]\n]+)\][+-]?\s?(.*)$")
