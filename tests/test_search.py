@@ -68,6 +68,17 @@ def test_exact_alias_match_is_protected(stemming_vault):
     assert paths(response)[0] == "RRF.md" and response.results[0].explain["protected"]
 
 
+def test_a_note_titled_as_the_query_comes_before_notes_with_it_as_an_alias(vault, db_path):
+    # hub: `obsidian` put ten people with `aliases: [Obsidian]` before the note Obsidian.md.
+    for n in range(6):
+        vault.write(f"Personen/Bergsteiger {n}.md", f"---\naliases: [Zugspitze]\n---\nPerson {n}.\n")
+    vault.write("Orte/Zugspitze.md", "Der höchste Berg Deutschlands.\n")
+    with imported(db_path, vault.root) as conn:
+        response = SearchEngine(conn, load_settings()).search("Zugspitze", SearchOptions(mode="fts", log=False))
+    assert paths(response)[0] == "Orte/Zugspitze.md"
+    assert all(r.explain.get("protected") for r in response.results[:7])
+
+
 def test_a_full_text_search_finds_exact_titles_without_reading_every_title(stemming_vault):
     """The first full-text search of a session (the TUI's first keystroke) waited for every
     title and alias to be read into the mentions cache: exact matches come from the name index."""

@@ -193,11 +193,14 @@ def title_matches(conn: apsw.Connection) -> list[tuple[str, str, list[str]]]:
 
 
 def exact_name_matches(conn: apsw.Connection, key: str) -> list[str]:
-    """The notes (ids, sorted) whose title or an alias is `key` (an exact_key), from the name
-    index. `notes`, not `main.notes`: an agent's view hides what the agent may not see."""
+    """The notes whose title or an alias is `key` (an exact_key), from the name index: those
+    whose title it is first (a note titled "Obsidian" before ten people with the alias Obsidian,
+    as Obsidian's switcher puts them), then by id. `notes`, not `main.notes`: an agent's view
+    hides what the agent may not see."""
     return [row[0] for row in conn.execute(
-        "SELECT DISTINCT k.note_id FROM note_names k JOIN notes n ON n.note_id = k.note_id"
-        " WHERE k.key = ? AND k.how IN ('title', 'alias') ORDER BY k.note_id", (key,))]
+        "SELECT k.note_id FROM note_names k JOIN notes n ON n.note_id = k.note_id"
+        " WHERE k.key = ? AND k.how IN ('title', 'alias') GROUP BY k.note_id"
+        " ORDER BY MIN(k.how != 'title'), k.note_id", (key,))]
 
 
 def has_vectors(conn: apsw.Connection, model_id: str | None = None) -> bool:
