@@ -39,13 +39,18 @@ from mindtui.service.core import Service
 NEIGHBOURS = 3  # CSLS neighbourhood
 
 
-def arguments(argv: list[str] | None, description: str, seeds: str) -> argparse.Namespace:
-    """GOLDEN REPEAT --db SCRATCH --seeds A,B,... (this script's and bench/repeat_replay.py's)."""
+def arguments(argv: list[str] | None, description: str, seeds: str, learnt_from: bool = False) -> argparse.Namespace:
+    """GOLDEN REPEAT --db SCRATCH --seeds A,B,... (this script's and bench/repeat_replay.py's, which
+    also takes --learnt-from P,P,...)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("golden", type=Path)
     parser.add_argument("repeat", type=Path)
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--seeds", default=seeds)
+    if learnt_from:
+        parser.add_argument("--learnt-from", default="0.2,0.5,0.8",
+                            type=lambda text: [float(v) for v in text.split(",")],
+                            help="the learnt design's probabilities from which a past search lends")
     return parser.parse_args(argv)
 
 

@@ -18,6 +18,12 @@ reproduces `eval repeat`'s memory-off figures exactly and its memory figures wit
              to another note, plus 0.1 x the stems shared (Jaccard, the full-text row), lends
              from a margin of MARGIN, fully 0.01 above it; the opened note found anywhere
     anchor-top5  the same, only for a note among this query's own top 5
+    learnt   every signal at once (query-vector standing and margin, shared stems, result
+             overlap, the opened note's place here), weighed by a logistic model of "this past
+             search is this repeat's first wording", cross-fitted: a repeat's weights are fitted
+             on the pairs of the other four fifths of the needs, over 40 splits; lends from a
+             probability of LEARNT_FROM (--learnt-from), fully 0.3 above it. What any
+             combination of these signals can tell, without tuning on the query it scores.
 """
 
 from __future__ import annotations
@@ -93,6 +99,63 @@ def lend_anchor(q, past, cosines, data, margin_from=0.02, within=None):
     return out
 
 
+def pair_signals(q, past, cosines, data) -> np.ndarray:
+    """Per past search: what it and this query share (the learnt design's inputs)."""
+    standing = (cosines - cosines.mean()) / (cosines.std() or 1.0)
+    place = {x: i for i, (x, *_) in enumerate(data[q]["ranking"], start=1)}
+    spread = sum(1 / r for r in range(1, TOP + 1))
+    rows = []
+    for i, (p, note) in enumerate(past):
+        runner_up = max((c for c, (_, n) in zip(cosines, past) if n != note), default=0.0)
+        a, b = data[q]["stems"], data[p]["stems"]
+        words = len(a & b) / len(a | b) if a | b else 0.0
+        shared = sum(1 / math.sqrt(place[x] * r) for r, (x, *_) in enumerate(data[p]["ranking"][:TOP], 1)
+                     if place.get(x, TOP + 1) <= TOP) / spread
+        found = place.get(note, 99)
+        rows.append([1.0, standing[i], 10 * (cosines[i] - runner_up), 5 * words, shared, math.log(found),
+                     float(found <= 3), float(found <= TOP)])
+    return np.array(rows)
+
+
+class Learnt:
+    """The learnt design: logistic weights per repeat, fitted without that repeat's need."""
+
+    SPLITS, FOLDS = 40, 5
+
+    def __init__(self, data: dict, start: float) -> None:
+        self.start, firsts = start, sorted(k for k, v in data.items() if "first_id" not in v["item"])
+        repeats = sorted(k for k, v in data.items() if "first_id" in v["item"])
+        pairs: list[tuple[str, np.ndarray, np.ndarray]] = []  # (repeat, signals, is its first wording)
+        for split in range(self.SPLITS):
+            seen = sorted(random.Random(1000 + split).sample(firsts, len(firsts) // 2))
+            past = [(p, data[p]["item"]["relevant_paths"][0]) for p in seen]
+            vectors = np.array([data[p]["vector"] for p, _ in past])
+            for q in repeats:
+                truth = np.array([float(p == data[q]["item"]["first_id"]) for p, _ in past])
+                pairs.append((q, pair_signals(q, past, vectors @ data[q]["vector"], data), truth))
+        shuffled = random.Random(0).sample(repeats, len(repeats))
+        self.weights = {}
+        for fold in range(self.FOLDS):
+            held = set(shuffled[fold::self.FOLDS])
+            signals = np.vstack([s for q, s, _ in pairs if q not in held])
+            truth = np.concatenate([t for q, _, t in pairs if q not in held])
+            weights = _logistic(signals, truth)
+            self.weights |= {q: weights for q in held}
+
+    def __call__(self, q, past, cosines, data):
+        chance = 1 / (1 + np.exp(-pair_signals(q, past, cosines, data) @ self.weights[q]))
+        return list(np.clip((chance - self.start) / 0.3, 0.0, 1.0))
+
+
+def _logistic(signals: np.ndarray, truth: np.ndarray, ridge: float = 1e-3) -> np.ndarray:
+    weights = np.zeros(signals.shape[1])
+    for _ in range(50):  # Newton's method
+        chance = 1 / (1 + np.exp(-signals @ weights))
+        hessian = (signals.T * (chance * (1 - chance))) @ signals + ridge * np.eye(len(weights))
+        weights -= np.linalg.solve(hessian, signals.T @ (chance - truth) + ridge * weights)
+    return weights
+
+
 DESIGNS = {"shipped": lend_shipped, "csls": lambda *a: lend_shipped(*a, csls=True),
            "anchor": lend_anchor, "anchor-top5": lambda *a: lend_anchor(*a, within=5)}
 
@@ -136,12 +199,13 @@ def replay(data: dict, seed: int, design, noisy: bool, weight: float = 1.5) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = arguments(argv, __doc__.splitlines()[0], "22,7,5,11,3,9")
+    args = arguments(argv, __doc__.splitlines()[0], "22,7,5,11,3,9", learnt_from=True)
     golden = json.loads(args.golden.read_text(encoding="utf-8"))
     repeats = json.loads(args.repeat.read_text(encoding="utf-8"))
     data = gather(golden, repeats, args.db)
     seeds = [int(s) for s in args.seeds.split(",")]
-    for name, design in DESIGNS.items():
+    designs = {**DESIGNS, **{f"learnt>{start:g}": Learnt(data, start) for start in args.learnt_from}}
+    for name, design in designs.items():
         for noisy in (False, True):
             runs = [replay(data, seed, design, noisy) for seed in seeds]
             gain = [r["seen"]["memory"] - r["seen"]["off"] for r in runs]
