@@ -177,6 +177,39 @@ def test_a_budget_stops_between_batches_and_the_next_run_continues(vault, db_pat
         assert not any("not embedded yet" in n for n in full.notices)
 
 
+class SlowingEmbedder(ClockedEmbedder):
+    """Half a second a text in its first batch (the pace probe), a second a text after it: the
+    second batch runs past the budget, as on a machine that got busy in the night."""
+
+    def embed_passages(self, texts):
+        if self.calls:
+            self.clock.now += 0.5 * len(texts)
+        return super().embed_passages(texts)
+
+
+def test_a_sweep_whose_last_batch_ran_past_the_budget_still_writes_its_notes_vectors(vault, db_path, monkeypatch):
+    """Note vectors were given only the time left, none after an overrun: a first embedding that
+    spans several nights gave no link suggestions night after night."""
+    import mindtui.models.sweep as sweep_module
+
+    vault_of_dated_notes(vault)
+    run_import(db_path, vault.root)
+    clock = FakeClock()
+    monkeypatch.setattr(sweep_module.time, "monotonic", clock)
+    fake = SlowingEmbedder(clock)
+    conn = open_database(db_path)
+    try:
+        report = run_embed_sweep(conn, fake, batch_size=16, budget_s=3.2)
+        assert report.stopped_by_budget and report.embedded == 6 and clock.now > 3.2
+        with_vector = {row[0] for row in conn.execute(
+            "SELECT n.title FROM note_embeddings ne JOIN notes n ON n.note_id = ne.note_id"
+            " JOIN vec_notes v ON v.rowid = ne.note_vector_id")}
+        assert with_vector == {f"Note{i:02d}" for i in range(6, 12)}  # the six embedded, no other
+        assert report.note_vectors["computed"] == 6
+    finally:
+        conn.close()
+
+
 def test_the_budget_setting_reaches_the_nightly_embed_step_and_the_cli(vault, db_path, tmp_path):
     from mindtui.cli import build_parser
 

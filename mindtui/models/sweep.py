@@ -34,6 +34,11 @@ PAGE_SIZE = 1024
 # With a budget, the first batch's size: enough texts to time one, few enough that a slow
 # machine (1.5 s a text on two busy cores) does not spend the budget on it.
 PACE_PROBE = 4
+# With a budget, the share of it the chunk texts leave for the note vectors of what they embedded
+# (a note vector costs milliseconds, a note's texts about a second): a sweep that spent the whole
+# budget on texts wrote no note vectors, and a first embedding spanning several nights gave no
+# link suggestions night after night.
+NOTE_VECTOR_SHARE = 0.05
 
 
 class DimensionMismatch(ModelUnavailableError):
@@ -94,7 +99,7 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
         first_page += next(pages, [])
     # With a budget the first batch is small: it measures how long a text takes on this machine
     # today, and every later batch is cut to what fits in the time left.
-    pace = _Pace(started, budget_s)
+    pace = _Pace(started, budget_s * (1 - NOTE_VECTOR_SHARE))
     first = first_page[:min(batch_size, PACE_PROBE) if budget_s else batch_size]
     first_vectors = pace.embed(embedder, model_id, first) if first else None  # the new model proves itself here
 
@@ -104,8 +109,7 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
         report.removed += vector_store.delete_orphans(conn, model_id)
         if get_meta(conn, EMBEDDING_MODEL_KEY) != model_id:
             set_meta(conn, EMBEDDING_MODEL_KEY, model_id)
-        if first:
-            _insert(conn, model_id, first, first_vectors)
+        embedded_notes = _insert(conn, model_id, first, first_vectors) if first else set()
     if others:
         report.notices.append(
             f"embedding model changed ({', '.join(sorted(others))} -> {model_id}): {sum(others.values())} old "
@@ -131,12 +135,13 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
         cancel.check()
         vectors = pace.embed(embedder, model_id, batch)
         with conn:  # one transaction per batch: a kill loses at most this batch
-            _insert(conn, model_id, batch, vectors)
+            embedded_notes |= _insert(conn, model_id, batch, vectors)
         _stored(report, batch)
         progress(report.embedded, total, batch[-1].title)
-    # Note vectors follow the chunk vectors (also after a budget stop: what is embedded is found).
+    # Note vectors follow the chunk vectors (also after a budget stop: what is embedded is found,
+    # and its notes get suggestions; the chunks leave them NOTE_VECTOR_SHARE of the budget).
     report.note_vectors = note_vector_store.refresh_note_vectors(
-        conn, model_id, until=started + budget_s if budget_s else None)
+        conn, model_id, until=started + budget_s if budget_s else None, first=embedded_notes)
     # What remains is estimated from the count at the start (counting again would scan every
     # chunk once more, seconds past the budget at a million chunks).
     report.remaining = max(0, total - report.embedded) if report.stopped_by_budget else 0
@@ -153,11 +158,12 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
     return report
 
 
-def _insert(conn: apsw.Connection, model_id: str, batch: list[vector_store.PendingText], vectors) -> None:
-    """One batch's vectors, and the notes using those texts marked for a new note vector (same transaction)."""
+def _insert(conn: apsw.Connection, model_id: str, batch: list[vector_store.PendingText], vectors) -> set[str]:
+    """One batch's vectors, and the notes using those texts marked for a new note vector (same
+    transaction); returns those notes."""
     hashes = [p.content_hash for p in batch]
     vector_store.insert_vectors(conn, model_id, hashes, vectors)
-    note_vector_store.mark_stale_for_texts(conn, hashes)
+    return note_vector_store.mark_stale_for_texts(conn, hashes)
 
 
 def _stored(report: EmbedReport, batch: list[vector_store.PendingText]) -> None:

@@ -26,14 +26,18 @@ from mindtui.store.visibility import model_readable
 PAGE = 500  # notes recomputed per transaction
 
 
-def mark_stale_for_texts(conn: apsw.Connection, content_hashes: Sequence[str]) -> None:
-    """The notes having a chunk of one of these texts need their vector again (new chunk vectors)."""
+def mark_stale_for_texts(conn: apsw.Connection, content_hashes: Sequence[str]) -> set[str]:
+    """The notes having a chunk of one of these texts need their vector again (new chunk
+    vectors); returns them (with those that have no vector row yet)."""
     if not content_hashes:
-        return
+        return set()
     marks = ",".join("?" * len(content_hashes))
+    notes = {row[0] for row in conn.execute(
+        f"SELECT DISTINCT note_id FROM chunks WHERE content_hash IN ({marks})", list(content_hashes))}
     conn.execute(
         "UPDATE note_embeddings SET stale = 1 WHERE stale = 0 AND note_id IN ("
         f" SELECT c.note_id FROM chunks c WHERE c.content_hash IN ({marks}))", list(content_hashes))
+    return notes
 
 
 def _source_key(hashes: list[str]) -> str:
@@ -55,14 +59,22 @@ def _work_page(conn: apsw.Connection, model_id: str, after: str) -> tuple[list[s
     return stale + missing, missing[-1] if missing else after
 
 
-def refresh_note_vectors(conn: apsw.Connection, model_id: str, until: float | None = None) -> dict[str, int]:
+def refresh_note_vectors(conn: apsw.Connection, model_id: str, until: float | None = None,
+                         first: Sequence[str] = ()) -> dict[str, int]:
     """Bring every note vector up to date for `model_id`; returns what it did (counts). `until`:
     a time.monotonic() after which no further page is begun (the rest waits for the next run;
-    `left` says whether some is left)."""
+    `left` says whether some is left). `first`: notes brought up to date before the others,
+    whatever `until` says: those whose texts a budgeted sweep just embedded (milliseconds a note,
+    against about a second for its texts), so that what a night embedded gets suggestions that
+    night, also when its last batch ran past the budget."""
     done = {"computed": 0, "kept": 0, "removed": 0}
     fitted = vector_codes.load_params(conn, vector_codes.NOTES)
     if fitted is not None and fitted.model_id != model_id:
         vector_codes.drop(conn, vector_codes.NOTES)  # fitted to another model's vectors: the nightly fits it again
+    first = sorted(set(first))
+    for start in range(0, len(first), PAGE):
+        with immediate(conn):
+            _refresh_page(conn, model_id, first[start:start + PAGE], done)
     after = ""
     while True:
         page, after = _work_page(conn, model_id, after)
