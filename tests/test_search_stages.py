@@ -45,6 +45,14 @@ def test_expansion_adds_a_linked_note_that_no_retriever_found(linked_vault):
     assert ofen.snippet.startswith("Umluft")  # its best chunk is shown even though no retriever matched it
 
 
+def test_a_full_text_search_lists_only_notes_holding_the_words_unless_asked_to_expand(linked_vault):
+    """`--mode fts` and the TUI's list as you type: a linked note holding none of the words is no
+    full-text hit (it was added by the graph expansion the setting turns on for hybrid search)."""
+    engine = SearchEngine(linked_vault, load_settings())
+    assert paths(engine.search("Mehl Zucker", SearchOptions(mode="fts", log=False))) == ["Kochen/Kuchen.md"]
+    assert "Kochen/Ofen.md" in paths(engine.search("Mehl Zucker", SearchOptions(mode="fts", log=False, expand=True)))
+
+
 def test_expansion_counts_the_strongest_lender_not_the_sum(linked_vault):
     """Backen.md is linked from nothing but links to all the Kuchen notes: it must not outrank them."""
     engine = SearchEngine(linked_vault, load_settings())

@@ -50,7 +50,7 @@ class SearchOptions:
     path: str | None = None
     log: bool = True
     rerank: bool = True  # explicit searches only; automatic context lookups pass False
-    expand: bool | None = None  # 1-hop graph expansion; None = the `search.graph_expansion` setting
+    expand: bool | None = None  # 1-hop graph expansion; None = the `search.graph_expansion` setting (not in fts mode)
     # False: if the embedding model is not loaded yet, answer from full text now (with a notice)
     # and let it load in the background (a TUI keystroke, an MCP call right after start).
     wait_for_model: bool = True
@@ -291,7 +291,9 @@ class SearchEngine:
             scores[note_id] = value * weight
             explain[note_id].update({"fusion": method, "fused": round(value, 6), "retriever_weight": weight,
                                      "weighted": round(value * weight, 6)})
-        expand = self.options.graph_expansion if options.expand is None else options.expand
+        # `fts` means the notes holding the words (what the TUI lists as you type): a linked
+        # note holding none of them is no full-text hit, unless asked for with expand=True.
+        expand = (self.options.graph_expansion and options.mode != "fts") if options.expand is None else options.expand
         lent = self._expand(scores, options) if expand else {}
 
         # An exact title or alias match goes first, whatever the fusion said.
