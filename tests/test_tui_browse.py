@@ -64,6 +64,21 @@ async def test_the_list_shows_the_total_and_loads_more_at_its_end_without_wrappi
         assert results.highlighted == 0
 
 
+async def test_back_in_the_query_the_next_letters_extend_it(service):
+    """Up above the first row, or Esc from the list, puts the cursor after the query: a word
+    typed then refines it (the whole query was selected, and the first letter replaced it)."""
+    app = pilot_app(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(*"plugin")
+        await settle(pilot)
+        await pilot.press("down", "up", *" x")
+        await settle(pilot)
+        assert app.focused.id == "query" and app.screen.query_text == "plugin x"
+        await pilot.press("down", "escape", "y")
+        await settle(pilot)
+        assert app.focused.id == "query" and app.screen.query_text == "plugin xy"
+
+
 def one_read(app, *keys: str) -> None:
     """Keys as a terminal read delivers them: all posted before the app handles the first (the
     Pilot's press waits after each key, which hides what a fast typist or a paste does)."""

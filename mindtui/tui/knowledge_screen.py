@@ -97,7 +97,8 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
         self.after_detail: tuple[int, Callable[[], None]] | None = None
 
     def compose(self) -> ComposeResult:
-        yield LiteralInput(placeholder="/ filter by words, subject or type…", id="knowledge-filter", classes="hidden")
+        yield LiteralInput(placeholder="/ filter by words, subject or type…", id="knowledge-filter", classes="hidden",
+                           select_on_focus=False)  # / again refines the filter (as the search query)
         yield Static("", id="knowledge-counts", classes="one-line")
         with Horizontal(id="knowledge-body"):
             yield OptionList(id="items")

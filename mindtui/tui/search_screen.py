@@ -136,10 +136,13 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         self._cancel: CancelToken = service_api().CancelToken()  # this generation's searches: the next cancels them
 
     def compose(self) -> ComposeResult:
-        yield LiteralInput(placeholder="search your notes (words or meaning)…", id="query")
+        # Back in the query (Up above the first row, Esc from the list) the cursor stays after
+        # it: a word typed then refines the query (selected on focus, the first letter replaced
+        # it); Esc in the query clears it.
+        yield LiteralInput(placeholder="search your notes (words or meaning)…", id="query", select_on_focus=False)
         with Horizontal(id="filters", classes="hidden"):
             for name, hint in FILTERS:
-                yield LiteralInput(placeholder=hint, id=f"filter-{name}", classes="filter")
+                yield LiteralInput(placeholder=hint, id=f"filter-{name}", classes="filter", select_on_focus=False)
         yield Static("", id="notice", classes="one-line")
         with Horizontal(id="search-body"):
             yield ResultList(id="results")
