@@ -129,6 +129,22 @@ async def test_filters_narrow_the_results_and_esc_leaves_the_filter_first(servic
         assert app.screen.query_text == "" and app.screen.results == []
 
 
+async def test_a_filter_left_on_behind_the_hidden_filter_row_is_shown_on_the_notice_line(service):
+    app = tui(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(*"Zettelkasten", "ctrl+f", *"person")
+        await settle(pilot)
+        notice = lambda: str(app.screen.query_one("#notice").render())  # noqa: E731
+        assert "filtered" not in notice()  # the row is open: the filter is in sight
+        await pilot.press("ctrl+f")  # the row hides; the filter still narrows every result
+        await settle(pilot)
+        assert "filtered: type person (ctrl+f)" in notice()
+        assert {r.note_type for r in app.screen.results} == {"person"}
+        await pilot.press("ctrl+u", *"Xylokorbwort")
+        await settle(pilot)
+        assert notice().startswith("no results · filtered: type person (ctrl+f)")
+
+
 async def test_the_explain_panel_shows_each_lists_rank(service):
     app = tui(service)
     async with app.run_test(size=(80, 24)) as pilot:

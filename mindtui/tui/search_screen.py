@@ -127,6 +127,7 @@ class SearchScreen(ReportsWorkerErrors, Screen):
         self.results: list[SearchResult] = []
         self.query_text = ""
         self.notices: list[str] = []
+        self._empty = ""  # what the notice line says while there are no results
         self._debounce: Timer | None = None
         self._hybrid_waits_for_model = False
         self._open_when_answered: int | None = None  # Enter before the query's first answer: its generation
@@ -297,14 +298,26 @@ class SearchScreen(ReportsWorkerErrors, Screen):
     def _show(self, results: list[SearchResult], notices: list[str], empty: str) -> None:
         self.results = results
         self.notices = list(dict.fromkeys(notices))
+        self._empty = empty
         self._render_results()
-        self._show_count(empty)
+        self._show_count()
         self._update_explain()
 
-    def _show_count(self, empty: str = "") -> None:
+    def _show_count(self) -> None:
+        """The notice line: the count (or what stands for no results), hidden filters, notices."""
         notice = self.query_one("#notice", Static)
-        notice.update(literal(" · ".join([*([self.count_text()] if self.results else []), *self.notices]) or empty))
+        parts = [self.count_text()] if self.results else [self._empty] if self._empty else []
+        notice.update(literal(" · ".join([*parts, *self.hidden_filters(), *self.notices])))
         notice.set_class(bool(self.notices), "degraded")
+
+    def hidden_filters(self) -> list[str]:
+        """"filtered: type concept, path Projekte/" while the filter row is hidden: a filter
+        still narrows every result, and nothing else on screen said so."""
+        if not self.query_one("#filters").has_class("hidden"):
+            return []
+        active = [f"{name} {value}" for name, _ in FILTERS
+                  if (value := self.query_one(f"#filter-{name}", Input).value.strip())]
+        return [f"filtered: {', '.join(active)} (ctrl+f)"] if active else []
 
     def count_text(self) -> str:
         """"20 of 3,412": the results shown and how many notes the words match (hybrid results
@@ -357,6 +370,7 @@ class SearchScreen(ReportsWorkerErrors, Screen):
             self.query_one("#filter-type", Input).focus()
         else:
             self.query_one("#query", Input).focus()
+        self._show_count()
 
     def action_toggle_explain(self) -> None:
         self.query_one("#explain").toggle_class("hidden")
