@@ -210,6 +210,37 @@ def test_a_sweep_whose_last_batch_ran_past_the_budget_still_writes_its_notes_vec
         conn.close()
 
 
+def test_a_cancelled_sweep_leaves_the_count_of_what_is_still_not_embedded(vault, db_path, monkeypatch):
+    """Searches say how many passages wait for their vectors: after a cancelled run it is what is
+    left then, not the count an earlier budgeted run left."""
+    import mindtui.models.sweep as sweep_module
+    from mindtui.errors import Cancelled
+    from mindtui.progress import CancelToken
+    from mindtui.store.meta import EMBED_REMAINING_KEY, get_meta
+
+    vault_of_dated_notes(vault)
+    run_import(db_path, vault.root)
+    clock = FakeClock()
+    monkeypatch.setattr(sweep_module.time, "monotonic", clock)
+    conn = open_database(db_path)
+    try:
+        run_embed_sweep(conn, ClockedEmbedder(clock), batch_size=16, budget_s=2.0)  # the probe's 4 texts
+        assert get_meta(conn, EMBED_REMAINING_KEY) == "8"
+        cancel = CancelToken()
+
+        class CancelledAfterTwo(DeterministicFakeEmbedder):
+            def embed_passages(self, texts):
+                if len(self.calls) == 1:
+                    cancel.cancel()  # the person pressed cancel while the second batch embedded
+                return super().embed_passages(texts)
+
+        with pytest.raises(Cancelled):
+            run_embed_sweep(conn, CancelledAfterTwo(), batch_size=2, cancel=cancel)
+        assert get_meta(conn, EMBED_REMAINING_KEY) == "4"  # 8 - the two batches of two kept
+    finally:
+        conn.close()
+
+
 def test_the_budget_setting_reaches_the_nightly_embed_step_and_the_cli(vault, db_path, tmp_path):
     from mindtui.cli import build_parser
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from mindtui.errors import ModelUnavailableError
+from mindtui.errors import Cancelled, ModelUnavailableError
 from mindtui.progress import NEVER_CANCELLED, CancelToken, Progress, no_progress
 from mindtui.store import note_vectors as note_vector_store
 from mindtui.store import vectors as vector_store
@@ -118,26 +118,32 @@ def run_embed_sweep(conn: apsw.Connection, embedder, *, batch_size: int, progres
     if first:
         progress(report.embedded, total, first[-1].title)
     page = first_page[len(first):]
-    while True:
-        if not page:
-            # Reading the next page costs time too (about what the last one took).
-            if not pace.texts_that_fit(1, pages.last_s):
+    try:
+        while True:
+            if not page:
+                # Reading the next page costs time too (about what the last one took).
+                if not pace.texts_that_fit(1, pages.last_s):
+                    report.stopped_by_budget = True
+                    break
+                page = next(pages, None)
+                if page is None:
+                    break
+            fits = pace.texts_that_fit(batch_size)
+            if not fits:
                 report.stopped_by_budget = True
                 break
-            page = next(pages, None)
-            if page is None:
-                break
-        fits = pace.texts_that_fit(batch_size)
-        if not fits:
-            report.stopped_by_budget = True
-            break
-        batch, page = page[:fits], page[fits:]
-        cancel.check()
-        vectors = pace.embed(embedder, model_id, batch)
-        with conn:  # one transaction per batch: a kill loses at most this batch
-            embedded_notes |= _insert(conn, model_id, batch, vectors)
-        _stored(report, batch)
-        progress(report.embedded, total, batch[-1].title)
+            batch, page = page[:fits], page[fits:]
+            cancel.check()
+            vectors = pace.embed(embedder, model_id, batch)
+            with conn:  # one transaction per batch: a kill loses at most this batch
+                embedded_notes |= _insert(conn, model_id, batch, vectors)
+            _stored(report, batch)
+            progress(report.embedded, total, batch[-1].title)
+    except Cancelled:
+        # Searches say how many passages wait: what is left now, not what the last run left.
+        with conn:
+            set_meta(conn, EMBED_REMAINING_KEY, str(max(0, total - report.embedded)))
+        raise
     # Note vectors follow the chunk vectors (also after a budget stop: what is embedded is found,
     # and its notes get suggestions; the chunks leave them NOTE_VECTOR_SHARE of the budget).
     report.note_vectors = note_vector_store.refresh_note_vectors(
