@@ -71,7 +71,7 @@ def agent_edges(db: Path) -> list[tuple]:
 
 def agent_answers(settings) -> dict:
     with Service(settings, audience=Audience.AGENT, models=ModelHolder()) as agent:
-        search = agent.search("kwalpha", SearchOptions(mode="fts", log=False))
+        search = agent.search("kwalpha", SearchOptions(mode="fts", log=False, expand=True))  # the graph lends too
         return {"neighbours": {n: tools.neighbors(agent, {"note": n}, "scout") for n in NOTES},
                 "graph": agent.graph_stats(),
                 # The scores too: the link's line is in the visible target's anchor row (store.anchors).
