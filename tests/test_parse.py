@@ -75,6 +75,16 @@ def test_comment_is_not_content_but_code_is():
     assert "code bleibt" in body
 
 
+def test_an_html_comment_is_not_content_unless_it_is_never_closed():
+    note = parse("# Titel <!-- alt -->\nVorher <!-- versteckt -->nachher\n<!--\n### Sponsor this author\n-->\n"
+                 "```html\n<!-- im Code -->\n```\nText mit <!-- offen und was folgt\n")
+    body = "\n".join(note.lines)
+    assert "versteckt" not in body and "Sponsor" not in body and "alt" not in body
+    assert "Vorher" in body and "nachher" in body and "im Code" in body  # code is code
+    assert "offen und was folgt" in body  # never closed: text, nothing lost
+    assert [h.text for h in note.headings] == ["Titel"]
+
+
 def test_markdown_links_to_notes_are_links_and_urls_are_not():
     note = parse("[a](Andere%20Notiz.md) [b](<Mit Leer.md>) [c](https://example.org/x.md) [d](#anker) [e](../Oben.md)\n")
     # A bare name is resolved like a wikilink (vault-wide); ../ names the note's folder.

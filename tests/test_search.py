@@ -62,6 +62,18 @@ def test_fts_syntax_in_queries_never_raises(stemming_vault, query):
     engine.search(query, SearchOptions(mode="hybrid", log=False))
 
 
+def test_words_in_an_html_comment_find_nothing_and_show_in_no_snippet(vault, db_path):
+    """As %%comments%%: a plugin template's hidden heading made every note of the template match."""
+    vault.write("Plugin.md", "Ein Apfelbaum im Garten.\n\n<!--\n### Sponsor this author\n-->\n\nNoch mehr Apfelbaum.\n")
+    vault.write("Anderes.md", "Sponsor gesucht.\n")
+    with imported(db_path, vault.root) as conn:
+        engine = SearchEngine(conn, load_settings())
+        assert paths(engine.search("Sponsor author", SearchOptions(mode="fts", log=False))) == ["Anderes.md"]
+        found = engine.search("Apfelbaum", SearchOptions(mode="fts", log=False)).results
+        assert [r.path for r in found] == ["Plugin.md"] and "<!--" not in found[0].snippet
+        assert found[0].snippet == "Ein Apfelbaum im Garten. Noch mehr Apfelbaum."
+
+
 def test_exact_alias_match_is_protected(stemming_vault):
     engine = SearchEngine(stemming_vault, load_settings())
     response = engine.search("rank fusion", SearchOptions(mode="fts", log=False))

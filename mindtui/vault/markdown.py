@@ -28,6 +28,7 @@ BINARY_SNIFF_BYTES = 8192
 _BACKTICK_RUN = re.compile(r"`+")
 _OBSIDIAN_COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.DOTALL)
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+_CLOSED_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _INLINE_TAG = re.compile(r"(?:(?<=\s)|(?<=^))#([^\s#.,;:!?()\[\]{}\"'`|*<>=+]+)", re.MULTILINE)
 
 
@@ -191,7 +192,8 @@ class _Body:
 def _read_body(body: str) -> _Body:
     """The body's structure and its two blanked copies. Code (fences, indented blocks, code
     spans) is found first, by markdown-it; `%%comments%%` and HTML comments then only in
-    the text outside code. A blanked span keeps its length, so lines and columns stay put."""
+    the text outside code (both are no content). A blanked span keeps its length, so lines and
+    columns stay put."""
     tokens = _MD.parse(body)
     lines = body.split("\n")
     headings: list[Heading] = []
@@ -221,6 +223,16 @@ def _read_body(body: str) -> _Body:
             headings = [Heading(h.level, _OBSIDIAN_COMMENT.sub("", h.text).strip(), h.line)
                         for h in headings if lines[h.line].strip()]
     if "<!--" in masked:
+        # An HTML comment is no content either: no renderer shows it, Obsidian's reading view
+        # neither, and a plugin template's hidden lines ("<!-- ### Sponsor this author -->" in
+        # every note of the hub vault) made every note made from it match their words. Only a
+        # closed one: an unclosed "<!--" in prose is text (losing the rest of the note would be
+        # worse); no link is read after it all the same.
+        closed = [(m.start(), m.end()) for m in _CLOSED_HTML_COMMENT.finditer(masked)]
+        if closed:
+            lines = _blank_ranges("\n".join(lines), closed).split("\n")
+            headings = [Heading(h.level, _CLOSED_HTML_COMMENT.sub("", h.text).strip(), h.line)
+                        for h in headings if lines[h.line].strip()]
         masked = _HTML_COMMENT.sub(_blank, masked)
     masked_lines = lines if masked == body else masked.split("\n")
     return _Body(headings, fences, lines, masked, masked_lines)

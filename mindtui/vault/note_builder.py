@@ -21,14 +21,15 @@ from mindtui.vault.resolve import NameIndex
 from mindtui.vault.types import TypeRegistry
 
 # Bump when parsing or chunking changes meaning: the importer then re-reads every file.
-PARSER_VERSION = 8  # 2: id-like titles out of the embedded passage; 3: strict consent flags, private folders;
+PARSER_VERSION = 9  # 2: id-like titles out of the embedded passage; 3: strict consent flags, private folders;
 # 4: anchor-text rows (a re-read builds them for a database migrated from before); 5: the token estimate
 # counts letters outside ASCII and äöüß one by one and word-initial symbols twice (chunks are cut again);
 # links as Obsidian reads them (code spans from markdown-it, %% only outside code, markdown links by name,
 # no alias resolution); 6: YAML values that cannot be built kept as text, frontmatter warnings' line
 # numbers, no '[' in a markdown link's target; 7: names compare composed (NFC: a Mac's decomposed 'Übung.md'
 # answers a typed [[Übung]]), the name index's keys so too; tags and aliases from scalars only, `true` as written;
-# a note's retriever_weight within 0..MAX_RETRIEVER_WEIGHT; 8: a frontmatter title is one line
+# a note's retriever_weight within 0..MAX_RETRIEVER_WEIGHT; 8: a frontmatter title is one line; 9: a closed
+# HTML comment is no content (as %%comments%%)
 
 
 PLAIN_TEXT_MARK = ";plain-text"  # ends the fingerprint of a note imported as plain text
