@@ -169,7 +169,7 @@ def _insert(conn: apsw.Connection, model_id: str, batch: list[vector_store.Pendi
     transaction); returns those notes."""
     hashes = [p.content_hash for p in batch]
     vector_store.insert_vectors(conn, model_id, hashes, vectors)
-    return note_vector_store.mark_stale_for_texts(conn, hashes)
+    return note_vector_store.mark_stale_for_texts(conn, hashes, model_id)
 
 
 def _stored(report: EmbedReport, batch: list[vector_store.PendingText]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import apsw
 import numpy as np
@@ -26,9 +26,12 @@ from mindtui.store.visibility import model_readable
 PAGE = 500  # notes recomputed per transaction
 
 
-def mark_stale_for_texts(conn: apsw.Connection, content_hashes: Sequence[str]) -> set[str]:
+def mark_stale_for_texts(conn: apsw.Connection, content_hashes: Sequence[str], model_id: str) -> set[str]:
     """The notes having a chunk of one of these texts need their vector again (new chunk
-    vectors); returns them (with those that have no vector row yet)."""
+    vectors); returns them. A readable note with no vector row yet gets a stale one (no vector,
+    `chunks` 0): the refresh takes stale notes first, so what a sweep embedded gets its vector
+    before the walk over every note without one, in the same order however often the sweep was
+    killed and run again."""
     if not content_hashes:
         return set()
     marks = ",".join("?" * len(content_hashes))
@@ -37,6 +40,12 @@ def mark_stale_for_texts(conn: apsw.Connection, content_hashes: Sequence[str]) -
     conn.execute(
         "UPDATE note_embeddings SET stale = 1 WHERE stale = 0 AND note_id IN ("
         f" SELECT c.note_id FROM chunks c WHERE c.content_hash IN ({marks}))", list(content_hashes))
+    conn.execute(
+        "INSERT INTO note_embeddings (note_id, model_id, source_key, chunks, stale)"
+        " SELECT DISTINCT c.note_id, ?, '', 0, 1 FROM chunks c JOIN notes n ON n.note_id = c.note_id"
+        f" WHERE c.content_hash IN ({marks}) AND {model_readable('n')}"
+        " AND NOT EXISTS (SELECT 1 FROM note_embeddings ne WHERE ne.note_id = c.note_id) ORDER BY c.note_id",
+        (model_id, *content_hashes))
     return notes
 
 
@@ -60,29 +69,31 @@ def _work_page(conn: apsw.Connection, model_id: str, after: str) -> tuple[list[s
 
 
 def refresh_note_vectors(conn: apsw.Connection, model_id: str, until: float | None = None,
-                         first: Sequence[str] = ()) -> dict[str, int]:
+                         first: Iterable[str] = ()) -> dict[str, int]:
     """Bring every note vector up to date for `model_id`; returns what it did (counts). `until`:
     a time.monotonic() after which no further page is begun (the rest waits for the next run;
-    `left` says whether some is left). `first`: notes brought up to date before the others,
-    whatever `until` says: those whose texts a budgeted sweep just embedded (milliseconds a note,
-    against about a second for its texts), so that what a night embedded gets suggestions that
-    night, also when its last batch ran past the budget."""
+    `left` says whether some is left). `first`: notes brought up to date whatever `until` says
+    (stale, so on the first pages): those whose texts a budgeted sweep just embedded
+    (milliseconds a note, against about a second for its texts), so that what a night embedded
+    gets suggestions that night, also when its last batch ran past the budget."""
     done = {"computed": 0, "kept": 0, "removed": 0}
     fitted = vector_codes.load_params(conn, vector_codes.NOTES)
     if fitted is not None and fitted.model_id != model_id:
         vector_codes.drop(conn, vector_codes.NOTES)  # fitted to another model's vectors: the nightly fits it again
-    first = sorted(set(first))
-    for start in range(0, len(first), PAGE):
-        with immediate(conn):
-            _refresh_page(conn, model_id, first[start:start + PAGE], done)
+    first = set(first)
     after = ""
     while True:
         page, after = _work_page(conn, model_id, after)
         if not page:
             break
         if until is not None and time.monotonic() > until:
+            page = sorted(first)  # what is left of them (stale: on the first pages)
+            for start in range(0, len(page), PAGE):
+                with immediate(conn):
+                    _refresh_page(conn, model_id, page[start:start + PAGE], done)
             done["left"] = 1
             break
+        first.difference_update(page)
         with immediate(conn):  # it reads before it writes
             _refresh_page(conn, model_id, page, done)
     return done
