@@ -51,7 +51,7 @@ def test_stemming_at_index_and_query_time(stemming_vault, query, expected):
 def test_any_text_is_a_valid_query(text):
     expression = parse_query(text).fts
     conn = apsw.Connection(":memory:")
-    conn.execute("CREATE VIRTUAL TABLE t USING fts5(a)")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(title, headings, body)")  # chunks_fts's columns
     if expression is not None:
         conn.execute("SELECT * FROM t WHERE t MATCH ?", (expression,)).fetchall()
 
@@ -72,6 +72,21 @@ def test_words_in_an_html_comment_find_nothing_and_show_in_no_snippet(vault, db_
         found = engine.search("Apfelbaum", SearchOptions(mode="fts", log=False)).results
         assert [r.path for r in found] == ["Plugin.md"] and "<!--" not in found[0].snippet
         assert found[0].snippet == "Ein Apfelbaum im Garten. Noch mehr Apfelbaum."
+
+
+def test_a_query_of_stop_words_only_looks_in_names(vault, db_path):
+    """'this', 'in', 'by is a' (what a query typed word by word starts with): in text such words
+    are everywhere and rank every row by next to nothing; in a title they were written on purpose."""
+    vault.write("This Week.md", "Termine und Aufgaben.\n")
+    vault.write("Notes in Obsidian.md", "---\naliases: [In the vault]\n---\nAlles über Notizen.\n")
+    vault.write("Essay.md", "This is what this note says, and this, and this again in this text.\n")
+    with imported(db_path, vault.root) as conn:
+        engine = SearchEngine(conn, load_settings())
+        fts = SearchOptions(mode="fts", log=False)
+        assert paths(engine.search("this", fts)) == ["This Week.md"]
+        assert paths(engine.search("In ", fts)) == ["Notes in Obsidian.md"]  # its title and its alias
+        assert paths(engine.search("this essay", fts)) == ["Essay.md"]  # a word of content: text as always
+        assert engine.count("this", fts) == 1
 
 
 def test_exact_alias_match_is_protected(stemming_vault):
