@@ -43,6 +43,11 @@ class NoteNotFound(NotFound):
     """NOTE names no note the audience may see, or several: the message lists candidates (exit code 1)."""
 
 
+class AmbiguousNote(NoteNotFound):
+    """NOTE names several notes the audience may see (the message lists them; exit code 1): an
+    MCP client is told `ambiguous`, not `not_found`, so it asks again by path instead of giving up."""
+
+
 class NotAllowed(MindtuiError):
     """The audience may not do this (an agent starting a job, for instance) (exit code 2)."""
 

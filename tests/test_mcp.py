@@ -111,6 +111,7 @@ async def test_bad_arguments_are_clear_errors_and_the_server_keeps_serving(fixed
             ("search", {"query": "x", "colour": "red"}, "bad_arguments", "colour"),
             ("neighbors", {"note": "SQLite", "signals": ["gossip"]}, "bad_arguments", "gossip"),
             ("get_note", {"note": "No such note anywhere"}, "not_found", "No such note anywhere"),
+            ("get_note", {"note": "Notizen"}, "ambiguous", "give the vault path"),  # Inbox/ and Projekte/ have it
             ("context_pack", {"note": "SQLite", "query": "x"}, "bad_arguments", "exactly one of"),
             ("context_pack", {}, "bad_arguments", "exactly one of"),
             ("context_pack", {"query": "x", "budget_tokens": 10}, "bad_arguments", "budget_tokens"),

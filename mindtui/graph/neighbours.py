@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import apsw
 
 from mindtui.config import Settings
-from mindtui.errors import NoteNotFound
+from mindtui.errors import AmbiguousNote, NoteNotFound
 from mindtui.graph.change_graph import OUTSIDE_PREFIX, confidence_of
 from mindtui.graph.suggest import best_cosine, cascade, fuse, shared_link_scores, similar_notes
 from mindtui.store import graph_store, names
@@ -48,7 +48,7 @@ def find_note(conn: apsw.Connection, name: str) -> graph_store.NoteRef:
         return graph_store.NoteRef(found[0].note_id, found[0].path, found[0].title, found[0].aliases)
     if found:
         listed = ", ".join(note.path for note in found[:8])
-        raise NoteNotFound(f"{name!r} is ambiguous: {len(found)} notes match by {how}: {listed}; "
+        raise AmbiguousNote(f"{name!r} is ambiguous: {len(found)} notes match by {how}: {listed}; "
                            "give the vault path")
     raise NoteNotFound(f"no note {name!r} (tried note id, path, title, alias and file name)")
 

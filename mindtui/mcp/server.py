@@ -27,7 +27,8 @@ from mindtui.config import Settings
 from mindtui.mcp.tools import TOOLS, ToolInputError, ToolSpec, cut
 from mindtui.mcp.transport import stdio_transport
 from mindtui.service import (
-    PARALLEL_CALLS, Audience, DatabaseError, InputError, MindtuiError, NotFound, NotAllowed, Service,
+    PARALLEL_CALLS, AmbiguousNote, Audience, DatabaseError, InputError, MindtuiError, NotFound, NotAllowed,
+    Service,
 )
 from mindtui.service.context import dumps
 
@@ -68,6 +69,8 @@ def call(service: Service, tools: dict[str, ToolSpec], name: str, arguments: dic
         return error_result("unknown_tool", f"no tool {cut(repr(name), 60)}{hint}; tools: {', '.join(tools)}")
     try:
         result = spec.run(service, spec.check(arguments), client)
+    except AmbiguousNote as exc:  # a name several visible notes have: the message lists their paths
+        return error_result("ambiguous", str(exc))
     except NotFound as exc:  # a note, a knowledge item
         return error_result("not_found", str(exc))
     except (ToolInputError, InputError) as exc:

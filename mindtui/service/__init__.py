@@ -13,7 +13,7 @@ import importlib
 _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Audience": ("mindtui.audience", None),
     **{name: ("mindtui.errors", None) for name in (
-        "Cancelled", "ConfigError", "DatabaseError", "InputError", "JobLockedError", "MindtuiError",
+        "AmbiguousNote", "Cancelled", "ConfigError", "DatabaseError", "InputError", "JobLockedError", "MindtuiError",
         "ModelUnavailableError", "NotFound", "NoteNotFound", "NotAllowed", "OperationFailed")},
     "NEIGHBOUR_GROUPS": ("mindtui.graph.neighbours", "GROUPS"),
     "format_graph_stats": ("mindtui.graph.stats", "format_stats"),
