@@ -420,6 +420,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.when_told and not args.job:
         parser.error("--when-told needs --job NAME: it makes a job's child wait to be told to run it")  # exit 2
+    if args.command == "tui" and args.json:  # a script asked for results and would get a full-screen app
+        parser.error("tui opens the full-screen app and prints no JSON; `mindtui status --json` prints the status")
     db_path = getattr(args, "db", None)
     try:
         try:

@@ -94,6 +94,13 @@ def test_when_told_without_a_job_is_a_usage_error(capsys, db_path):
     assert "--when-told needs --job" in capsys.readouterr().err
 
 
+def test_tui_with_json_is_a_usage_error_not_a_full_screen_app(capsys, db_path):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["tui", "--db", str(db_path), "--json"])
+    assert exit_info.value.code == 2
+    assert "mindtui status --json" in capsys.readouterr().err
+
+
 def test_index_json_report(sample_vault, db_path):
     sample_vault.write_bytes("Leer.md", b"")  # the sample vault imports cleanly: one warning to report
     done = subprocess.run([sys.executable, "-m", "mindtui", "index", str(sample_vault.root), "--db", str(db_path),
