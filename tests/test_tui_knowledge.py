@@ -26,6 +26,24 @@ async def knowledge_mode(pilot) -> KnowledgeScreen:
     return pilot.app.screen
 
 
+async def test_enter_in_a_form_field_goes_on_to_the_next_field_and_saves_nothing(service):
+    """An edit saved by Enter superseded the item with what was typed so far."""
+    app = tui(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await knowledge_mode(pilot)
+        before = len(screen.items)
+        await pilot.press("a")
+        await settle(pilot)
+        await pilot.press(*"Ein halber Satz", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, KnowledgeForm) and app.focused.id == "form-about"
+        await pilot.press(*"topic:Tests", "enter")
+        assert app.focused.id == "form-quote"
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        assert app.screen is screen and len(screen.items) == before + 1
+
+
 async def test_add_and_edit_an_item_by_keyboard_keeps_the_history(service):
     app = tui(service)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -42,7 +42,7 @@ class KnowledgeForm(SurvivesErrors, ModalScreen[dict | None]):
             yield LiteralTextArea(item.body if item else "", id="form-body")
             yield Checkbox("private (never shown to agents)", value=bool(item and item.visibility == "private"),
                            id="form-private")
-            yield Static("ctrl+o save · Esc cancel · Tab next field", id="form-hint")
+            yield Static("ctrl+o save · Esc cancel · Tab or Enter next field", id="form-hint")
 
     def on_mount(self) -> None:
         self.query_one("#form-statement", Input).focus()
@@ -58,8 +58,10 @@ class KnowledgeForm(SurvivesErrors, ModalScreen[dict | None]):
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
+        """Enter in a one-line field goes on to the next field, as Tab: it saved the form, and an
+        edit saved so supersedes the item with what was typed so far. ctrl+o saves."""
         event.stop()
-        self.action_save()
+        self.focus_next()
 
     def action_save(self) -> None:
         fields = self.fields()
