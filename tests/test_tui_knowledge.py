@@ -44,6 +44,27 @@ async def test_enter_in_a_form_field_goes_on_to_the_next_field_and_saves_nothing
         assert app.screen is screen and len(screen.items) == before + 1
 
 
+async def test_after_a_save_the_cursor_is_on_what_was_saved(service):
+    """The list went back to its first item after the form closed (and after every reload)."""
+    app = tui(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await knowledge_mode(pilot)
+        items = screen.query_one("#items")
+        await pilot.press("a")
+        await settle(pilot)
+        await pilot.press(*"Zuletzt geprüft am Sonntag", "tab", *"topic:Zwiebelringe", "ctrl+o")
+        await settle(pilot)
+        added = screen.rows[items.highlighted]
+        assert added.title == "Zuletzt geprüft am Sonntag" and items.highlighted > 1  # not the first row
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        await pilot.press("end", *"abend", "ctrl+o")
+        await settle(pilot)
+        edited = screen.rows[items.highlighted]
+        assert edited.title == "Zuletzt geprüft am Sonntagabend" and edited.item_id != added.item_id
+
+
 async def test_add_and_edit_an_item_by_keyboard_keeps_the_history(service):
     app = tui(service)
     async with app.run_test(size=(80, 24)) as pilot:

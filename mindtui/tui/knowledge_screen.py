@@ -141,11 +141,19 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
             options.append(Option(literal(f"  {mark} {item.type:<11} {item.title}"), id=str(item.item_id)))
             self.rows.append(item)
         option_list = self.query_one("#items", OptionList)
+        # The item the cursor was on stays under it when the list is read again (after a save, a
+        # filter, history): the list went back to its first item.
+        was = option_list.highlighted
+        kept = was if was is not None and was < len(option_list.options) else None
+        was_id = option_list.get_option_at_index(kept).id if kept is not None else None
         option_list.set_options(options)
         first = next((n for n, row in enumerate(self.rows) if row is not None), None)
         wanted = self.app.pending_item
         if wanted is not None:
             self.app.pending_item = None
+        else:
+            wanted = int(was_id) if was_id else None
+        if wanted is not None:
             first = next((n for n, row in enumerate(self.rows) if row is not None and row.item_id == wanted), first)
         if first is not None:
             option_list.highlighted = first
@@ -251,5 +259,7 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
         decision = message.decision
         self.notify(f"{decision.decision}: {decision.reason}",
                     severity="information" if decision.decision in ("add", "supersede", "update") else "warning")
+        if decision.item_id is not None and decision.decision in ("add", "supersede", "update"):
+            self.app.pending_item = decision.item_id  # the list shows what was saved under the cursor
         self.load()
         self.app.refresh_status()
