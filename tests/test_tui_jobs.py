@@ -32,6 +32,18 @@ async def jobs_mode(pilot) -> JobsScreen:
     return pilot.app.screen
 
 
+async def test_jobs_mode_gives_its_run_history_the_keys(service):
+    app = pilot_app(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("alt+4")
+        await settle(pilot)
+        assert app.current_mode == "jobs" and app.focused is app.screen.query_one("#job-history")
+        await pilot.press("alt+1", "alt+4")  # and again when it comes back
+        await settle(pilot)
+        assert app.focused is app.screen.query_one("#job-history")
+
+
 async def test_step_events_that_come_before_the_row_is_mounted_wait_for_it(service):
     """start mounts the rows; step and progress come in the same batch of lines, before the rows'
     children exist (the NoMatches crash under load): they are applied in order once mounted."""

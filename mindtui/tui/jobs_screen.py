@@ -180,6 +180,7 @@ class JobsScreen(ReportsWorkerErrors, Screen):
     def on_mount(self) -> None:
         table = self.query_one("#job-history", DataTable)
         table.add_columns("started", "job", "status", "time")
+        table.focus()  # Up/Down move through the runs from the first key (nothing had the focus)
         self.load_history()
         if self.app.poll_status:  # the app's clock-driven updates (off in Pilot and snapshot tests)
             self.set_interval(TICK_S, self._tick)
@@ -190,6 +191,7 @@ class JobsScreen(ReportsWorkerErrors, Screen):
             row.tick(now)
 
     def on_screen_resume(self) -> None:
+        self.query_one("#job-history", DataTable).focus()
         self.load_history()
 
     # -- history -------------------------------------------------------------------------
