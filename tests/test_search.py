@@ -74,6 +74,16 @@ def test_words_in_an_html_comment_find_nothing_and_show_in_no_snippet(vault, db_
         assert found[0].snippet == "Ein Apfelbaum im Garten. Noch mehr Apfelbaum."
 
 
+def test_a_snippet_shows_what_a_reader_sees_not_badges_urls_or_tags():
+    from mindtui.search.snippets import snippet
+
+    text = ("![GitHub all releases](https://img.shields.io/github/downloads/x/total?color=573E7A) ![[bild.png]]\n"
+            "Entwickelt von <span class=\"who\">Emre</span><br>, siehe [Obsidian CLI](https://github.com/x/y) "
+            "und [[Notiz|Alias]]. Im Code bleibt `<div>[a](b)</div>` stehen.")
+    assert snippet(text, frozenset({"entwickelt"})) == (
+        "Entwickelt von Emre , siehe Obsidian CLI und [[Notiz|Alias]]. Im Code bleibt `<div>[a](b)</div>` stehen.")
+
+
 def test_a_query_of_stop_words_only_looks_in_names(vault, db_path):
     """'this', 'in', 'by is a' (what a query typed word by word starts with): in text such words
     are everywhere and rank every row by next to nothing; in a title they were written on purpose."""
