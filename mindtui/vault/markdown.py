@@ -28,7 +28,6 @@ BINARY_SNIFF_BYTES = 8192
 _BACKTICK_RUN = re.compile(r"`+")
 _OBSIDIAN_COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.DOTALL)
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-_CLOSED_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _INLINE_TAG = re.compile(r"(?:(?<=\s)|(?<=^))#([^\s#.,;:!?()\[\]{}\"'`|*<>=+]+)", re.MULTILINE)
 
 
@@ -215,27 +214,36 @@ def _read_body(body: str) -> _Body:
         code[line_no] = _blank_columns(code[line_no], columns)
     masked = "\n".join(code)
     if "%%" in masked:
-        comments = [(m.start(), m.end()) for m in _OBSIDIAN_COMMENT.finditer(masked)]
-        if comments:
-            masked = _blank_ranges(masked, comments)
-            lines = _blank_ranges(body, comments).split("\n")
-            # A heading inside a comment is no heading; one with a comment in it shows without it.
-            headings = [Heading(h.level, _OBSIDIAN_COMMENT.sub("", h.text).strip(), h.line)
-                        for h in headings if lines[h.line].strip()]
+        masked, lines, headings = _without_comments(_OBSIDIAN_COMMENT, masked, lines, headings)
     if "<!--" in masked:
         # An HTML comment is no content either: no renderer shows it, Obsidian's reading view
         # neither, and a plugin template's hidden lines ("<!-- ### Sponsor this author -->" in
         # every note of the hub vault) made every note made from it match their words. Only a
         # closed one: an unclosed "<!--" in prose is text (losing the rest of the note would be
         # worse); no link is read after it all the same.
-        closed = [(m.start(), m.end()) for m in _CLOSED_HTML_COMMENT.finditer(masked)]
-        if closed:
-            lines = _blank_ranges("\n".join(lines), closed).split("\n")
-            headings = [Heading(h.level, _CLOSED_HTML_COMMENT.sub("", h.text).strip(), h.line)
-                        for h in headings if lines[h.line].strip()]
+        masked, lines, headings = _without_comments(_HTML_COMMENT, masked, lines, headings, closing="-->")
         masked = _HTML_COMMENT.sub(_blank, masked)
     masked_lines = lines if masked == body else masked.split("\n")
     return _Body(headings, fences, lines, masked, masked_lines)
+
+
+def _without_comments(pattern: re.Pattern, masked: str, lines: list[str], headings: list[Heading],
+                      closing: str | None = None) -> tuple[str, list[str], list[Heading]]:
+    """The comments `pattern` finds in `masked` (code already blanked) blanked in both copies, with
+    `closing` only those that end with it (the pattern itself runs to the end of the text when a
+    comment is not closed: looking for the closed ones alone scanned the rest of the text from
+    every opening, quadratic in a file of openings). A heading inside a comment is no heading;
+    one with a comment in it shows without it."""
+    def counts(found: re.Match) -> bool:
+        return closing is None or found.group(0).endswith(closing)
+
+    comments = [(m.start(), m.end()) for m in pattern.finditer(masked) if counts(m)]
+    if not comments:
+        return masked, lines, headings
+    lines = _blank_ranges("\n".join(lines), comments).split("\n")
+    headings = [Heading(h.level, pattern.sub(lambda m: "" if counts(m) else m.group(0), h.text).strip(), h.line)
+                for h in headings if lines[h.line].strip()]
+    return _blank_ranges(masked, comments), lines, headings
 
 
 def _blank_ranges(text: str, ranges: list[tuple[int, int]]) -> str:
