@@ -124,6 +124,18 @@ class FakeClock:
         return self.now
 
 
+@pytest.fixture
+def dated_notes(vault, db_path, monkeypatch):
+    """vault_of_dated_notes imported, and the sweep's clock a FakeClock (returned)."""
+    import mindtui.models.sweep as sweep_module
+
+    vault_of_dated_notes(vault)
+    run_import(db_path, vault.root)
+    clock = FakeClock()
+    monkeypatch.setattr(sweep_module.time, "monotonic", clock)
+    return clock
+
+
 class ClockedEmbedder(DeterministicFakeEmbedder):
     def __init__(self, clock: FakeClock) -> None:
         super().__init__()
@@ -134,17 +146,13 @@ class ClockedEmbedder(DeterministicFakeEmbedder):
         return super().embed_passages(texts)
 
 
-def test_a_budget_stops_between_batches_and_the_next_run_continues(vault, db_path, monkeypatch):
-    import mindtui.models.sweep as sweep_module
+def test_a_budget_stops_between_batches_and_the_next_run_continues(dated_notes, db_path):
     from mindtui.config import load_settings
     from mindtui.search.engine import SearchOptions
     from mindtui.service import Service
     from mindtui.audience import Audience
 
-    vault_of_dated_notes(vault)
-    run_import(db_path, vault.root)
-    clock = FakeClock()
-    monkeypatch.setattr(sweep_module.time, "monotonic", clock)
+    clock = dated_notes
     fake = ClockedEmbedder(clock)
     conn = open_database(db_path)
     try:
@@ -187,15 +195,10 @@ class SlowingEmbedder(ClockedEmbedder):
         return super().embed_passages(texts)
 
 
-def test_a_sweep_whose_last_batch_ran_past_the_budget_still_writes_its_notes_vectors(vault, db_path, monkeypatch):
+def test_a_sweep_whose_last_batch_ran_past_the_budget_still_writes_its_notes_vectors(dated_notes, db_path):
     """Note vectors were given only the time left, none after an overrun: a first embedding that
     spans several nights gave no link suggestions night after night."""
-    import mindtui.models.sweep as sweep_module
-
-    vault_of_dated_notes(vault)
-    run_import(db_path, vault.root)
-    clock = FakeClock()
-    monkeypatch.setattr(sweep_module.time, "monotonic", clock)
+    clock = dated_notes
     fake = SlowingEmbedder(clock)
     conn = open_database(db_path)
     try:
@@ -210,18 +213,14 @@ def test_a_sweep_whose_last_batch_ran_past_the_budget_still_writes_its_notes_vec
         conn.close()
 
 
-def test_a_cancelled_sweep_leaves_the_count_of_what_is_still_not_embedded(vault, db_path, monkeypatch):
+def test_a_cancelled_sweep_leaves_the_count_of_what_is_still_not_embedded(dated_notes, db_path):
     """Searches say how many passages wait for their vectors: after a cancelled run it is what is
     left then, not the count an earlier budgeted run left."""
-    import mindtui.models.sweep as sweep_module
     from mindtui.errors import Cancelled
     from mindtui.progress import CancelToken
     from mindtui.store.meta import EMBED_REMAINING_KEY, get_meta
 
-    vault_of_dated_notes(vault)
-    run_import(db_path, vault.root)
-    clock = FakeClock()
-    monkeypatch.setattr(sweep_module.time, "monotonic", clock)
+    clock = dated_notes
     conn = open_database(db_path)
     try:
         run_embed_sweep(conn, ClockedEmbedder(clock), batch_size=16, budget_s=2.0)  # the probe's 4 texts

@@ -26,14 +26,20 @@ async def knowledge_mode(pilot) -> KnowledgeScreen:
     return pilot.app.screen
 
 
+async def new_item_form(pilot) -> tuple[KnowledgeScreen, int]:
+    """Knowledge mode, then `a`: the screen under the form and how many items it listed."""
+    screen = await knowledge_mode(pilot)
+    before = len(screen.items)
+    await pilot.press("a")
+    await settle(pilot)
+    return screen, before
+
+
 async def test_enter_in_a_form_field_goes_on_to_the_next_field_and_saves_nothing(service):
     """An edit saved by Enter superseded the item with what was typed so far."""
     app = tui(service)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await knowledge_mode(pilot)
-        before = len(screen.items)
-        await pilot.press("a")
-        await settle(pilot)
+        screen, before = await new_item_form(pilot)
         await pilot.press(*"Ein halber Satz", "enter")
         await settle(pilot)
         assert isinstance(app.screen, KnowledgeForm) and app.focused.id == "form-about"
@@ -48,10 +54,8 @@ async def test_after_a_save_the_cursor_is_on_what_was_saved(service):
     """The list went back to its first item after the form closed (and after every reload)."""
     app = tui(service)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await knowledge_mode(pilot)
+        screen, _ = await new_item_form(pilot)
         items = screen.query_one("#items")
-        await pilot.press("a")
-        await settle(pilot)
         await pilot.press(*"Zuletzt geprüft am Sonntag", "tab", *"topic:Zwiebelringe", "ctrl+o")
         await settle(pilot)
         added = screen.rows[items.highlighted]
@@ -68,10 +72,7 @@ async def test_after_a_save_the_cursor_is_on_what_was_saved(service):
 async def test_add_and_edit_an_item_by_keyboard_keeps_the_history(service):
     app = tui(service)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await knowledge_mode(pilot)
-        before = len(screen.items)
-        await pilot.press("a")
-        await settle(pilot)
+        screen, before = await new_item_form(pilot)
         assert isinstance(app.screen, KnowledgeForm)
         await pilot.press(*"Wir speichern alles in einer SQLite-Datei", "tab", *"Projekt Zweites Gehirn", "ctrl+o")
         await settle(pilot)

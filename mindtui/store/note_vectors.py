@@ -35,18 +35,18 @@ def mark_stale_for_texts(conn: apsw.Connection, content_hashes: Sequence[str], m
     if not content_hashes:
         return set()
     marks = ",".join("?" * len(content_hashes))
-    notes = {row[0] for row in conn.execute(
-        f"SELECT DISTINCT note_id FROM chunks WHERE content_hash IN ({marks})", list(content_hashes))}
-    conn.execute(
-        "UPDATE note_embeddings SET stale = 1 WHERE stale = 0 AND note_id IN ("
-        f" SELECT c.note_id FROM chunks c WHERE c.content_hash IN ({marks}))", list(content_hashes))
+    notes = sorted({row[0] for row in conn.execute(
+        f"SELECT DISTINCT note_id FROM chunks WHERE content_hash IN ({marks})", list(content_hashes))})
+    if not notes:
+        return set()
+    marks = ",".join("?" * len(notes))
+    conn.execute(f"UPDATE note_embeddings SET stale = 1 WHERE stale = 0 AND note_id IN ({marks})", notes)
     conn.execute(
         "INSERT INTO note_embeddings (note_id, model_id, source_key, chunks, stale)"
-        " SELECT DISTINCT c.note_id, ?, '', 0, 1 FROM chunks c JOIN notes n ON n.note_id = c.note_id"
-        f" WHERE c.content_hash IN ({marks}) AND {model_readable('n')}"
-        " AND NOT EXISTS (SELECT 1 FROM note_embeddings ne WHERE ne.note_id = c.note_id) ORDER BY c.note_id",
-        (model_id, *content_hashes))
-    return notes
+        f" SELECT n.note_id, ?, '', 0, 1 FROM notes n WHERE n.note_id IN ({marks}) AND {model_readable('n')}"
+        " AND NOT EXISTS (SELECT 1 FROM note_embeddings ne WHERE ne.note_id = n.note_id) ORDER BY n.note_id",
+        (model_id, *notes))
+    return set(notes)
 
 
 def _source_key(hashes: list[str]) -> str:

@@ -257,9 +257,9 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
     @on(Saved)
     def _saved(self, message: Saved) -> None:
         decision = message.decision
-        self.notify(f"{decision.decision}: {decision.reason}",
-                    severity="information" if decision.decision in ("add", "supersede", "update") else "warning")
-        if decision.item_id is not None and decision.decision in ("add", "supersede", "update"):
+        saved = decision.decision in ("add", "supersede", "update")
+        self.notify(f"{decision.decision}: {decision.reason}", severity="information" if saved else "warning")
+        if saved and decision.item_id is not None:
             self.app.pending_item = decision.item_id  # the list shows what was saved under the cursor
         self.load()
         self.app.refresh_status()
