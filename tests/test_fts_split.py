@@ -41,15 +41,36 @@ def garden(vault, db_path):
 def test_common_words_are_ranked_only_where_rare_ones_match_and_the_answer_is_the_whole_querys(garden):
     expression = parse_query(QUERY).fts
     total, matching = fts_weightless.row_counts(garden, expression.split(" OR "))
-    # Komet's 5 % is common at the first share tried: too few rows are left, the next share answers.
-    common = [t for t, n in matching.items() if n >= max(fts_split.COMMON_SHARES) * total]
+    # Komet's 5 % is in COMMON_SHARE: its rows with the never matching stems cannot fill the
+    # answer, so fewer words are common (Garten's) and Komet's rows answer.
+    common = [t for t, n in matching.items() if n >= 0.1 * total]
     assert common and all(n < total / 2 for n in matching.values())  # the case: common, not weightless
+    assert sum(n >= fts_split.COMMON_SHARE * total for n in matching.values()) > len(common)
     hits, asked = traced(garden, lambda: search_store.fts_chunks(garden, expression, 2))
     expected = whole(garden, expression, 2)
     assert [h.chunk_id for h in hits] == [rowid for rowid, _ in expected]
     assert [h.score for h in hits] == pytest.approx([score for _, score in expected], abs=1e-12)
-    rare = " OR ".join(t for t in expression.split(" OR ") if t not in common)
+    rare = " OR ".join(sorted((t for t in matching if t not in common), key=lambda t: (-matching[t], t)))
     assert asked == [f"({rare}) AND ({' OR '.join(common)})", rare]  # the common words' rows alone never ranked
+
+
+def test_a_split_whose_bound_is_not_beaten_is_followed_by_one_under_the_rows_found(vault, db_path):
+    # Quax in 40 of 100 notes (low idf), Bobo in 7 (common by share, a high idf), Zinn in 2 (rare).
+    for i in range(100):
+        words = " ".join(w for w, every in (("Quax", i % 5 < 2), ("Bobo", i % 14 == 0), ("Zinn", i in (3, 50))) if every)
+        vault.write(f"Notiz{i:02d}.md", f"# Notiz {i}\n\nEigenes Wort{i}. {words}\n")
+    run_import(db_path, vault.root)
+    conn = open_database(db_path)
+    expression = parse_query("Quax Bobo Zinn").fts
+    total, matching = fts_weightless.row_counts(conn, expression.split(" OR "))
+    assert [n >= fts_split.COMMON_SHARE * total for n in (matching['"quax"'], matching['"bobo"'], matching['"zinn"'])] \
+        == [True, True, False]
+    hits, asked = traced(conn, lambda: search_store.fts_chunks(conn, expression, 2))
+    assert [h.chunk_id for h in hits] == [rowid for rowid, _ in whole(conn, expression, 2)]
+    # The first split (Zinn's rows) cannot beat Quax's and Bobo's bound; the rows it found beat
+    # Quax's alone: the second split ranks Bobo's and Zinn's rows, never the whole query.
+    assert asked == ['("zinn") AND ("bobo" OR "quax")', '"zinn"', '("bobo" OR "zinn") AND ("quax")', '"bobo" OR "zinn"']
+    conn.close()
 
 
 def test_the_whole_query_runs_when_the_rare_words_cannot_fill_the_answer(garden):

@@ -233,14 +233,21 @@ def gaps_step(ctx: StepContext) -> dict:
 
 def maintain_step(ctx: StepContext) -> dict:
     """The vector code index built or checked (its recall sampled, see vectors.code_index_upkeep),
-    the full-text indexes' segments merged and the planner's statistics refreshed (last, once
-    the other steps have written)."""
+    the full-text indexes' segments merged, the planner's statistics refreshed and the full-text
+    champion lists made (store.fts_champions; last, once the other steps have written)."""
+    from mindtui.store import fts_champions
+    from mindtui.store.anchors import fill_indexed
     from mindtui.store.maintenance import optimize
+    from mindtui.vault.links import anchor_text
     from mindtui.store.meta import EMBEDDING_MODEL_KEY, get_meta
     from mindtui.store.vectors import code_index_upkeep
 
     report = {"vector_index": code_index_upkeep(ctx.conn, ctx.settings.search, get_meta(ctx.conn, EMBEDDING_MODEL_KEY))}
-    return {**report, **optimize(ctx.conn)}
+    report.update(optimize(ctx.conn))
+    # Anchor rows written before their text was kept get it, so the lists' queries can read them.
+    report["anchor_texts_kept"] = fill_indexed(ctx.conn, anchor_text)
+    return {**report, **fts_champions.build(
+        ctx.conn, progress=lambda done, total: ctx.report_progress(done, total, "full-text champion lists"))}
 
 
 def vector_index_step(ctx: StepContext) -> dict:

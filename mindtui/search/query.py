@@ -59,7 +59,7 @@ def parse_query(text: str) -> ParsedQuery:
                        exact_key(text))
 
 
-MIN_PREFIX = 5
+MIN_PREFIX = analysis.MIN_PREFIX
 _GERMAN_DERIVATIONS = ("ungen", "ung", "heit", "keit")
 
 

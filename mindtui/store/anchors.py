@@ -160,8 +160,7 @@ def _refresh_page(conn: apsw.Connection, analyzed: Callable[[list[tuple[str, str
         conn.execute("DELETE FROM main.note_anchors WHERE note_id = ?", (note_id,))
         changed += 1
     for note_id, (lang, lines) in wanted.items():
-        parts = [f"analyzer={ANALYZER_VERSION}", lang, *(f"{line}\t{written}" for line, written in lines)]
-        digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()
+        digest = _digest(lang, lines)
         if current.get(note_id) == digest:
             continue
         if note_id in current:  # a cold import's every note has none: no delete that finds nothing
@@ -169,8 +168,34 @@ def _refresh_page(conn: apsw.Connection, analyzed: Callable[[list[tuple[str, str
         text = analyzed(lines, lang)
         if not text:
             continue
-        conn.execute("INSERT INTO main.note_anchors (note_id, text_hash) VALUES (?, ?)", (note_id, digest))
+        conn.execute("INSERT INTO main.note_anchors (note_id, text_hash, indexed) VALUES (?, ?, ?)",
+                     (note_id, digest, text))
         conn.execute("INSERT INTO main.chunks_fts (rowid, title, headings, body) VALUES (?, '', '', ?)",
                      (-conn.last_insert_rowid(), text))
         changed += 1
     return changed
+
+
+def _digest(lang: str, lines: list[tuple[str, str]]) -> str:
+    parts = [f"analyzer={ANALYZER_VERSION}", lang, *(f"{line}\t{written}" for line, written in lines)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def fill_indexed(conn: apsw.Connection, analyzed: Callable[[list[tuple[str, str]], str], str]) -> int:
+    """Give the anchor rows written before their text was kept (note_anchors.indexed NULL) their
+    text, where the lines linking to the note are still those the row was made of (its hash);
+    a page of notes a transaction. Returns how many rows got it."""
+    missing = [note_id for (note_id,) in conn.execute(
+        "SELECT note_id FROM main.note_anchors WHERE indexed IS NULL ORDER BY note_id")]
+    filled = 0
+    for start in range(0, len(missing), PAGE_NOTES):
+        page = set(missing[start:start + PAGE_NOTES])
+        with conn:
+            hashes = dict(conn.execute("SELECT note_id, text_hash FROM main.note_anchors"
+                                       " WHERE note_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(page)),)))
+            for note_id, (lang, lines) in incoming_lines(conn, page).items():
+                if hashes.get(note_id) == _digest(lang, lines):
+                    conn.execute("UPDATE main.note_anchors SET indexed = ? WHERE note_id = ? AND indexed IS NULL",
+                                 (analyzed(lines, lang), note_id))
+                    filled += conn.changes()
+    return filled

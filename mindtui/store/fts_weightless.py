@@ -15,23 +15,26 @@ answers store.fts_split keeps.
 
 from __future__ import annotations
 
-import math
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import apsw
 
-_ROW_COUNT = "mindtui_fts_rows"  # an auxiliary function: FTS5's own row count (no scan)
+from mindtui.store.fts_rows import IDF_FLOOR, idf
+
+_ROW_COUNT = "mindtui_fts_rows"  # an auxiliary function: FTS5's own row and token counts (no scan)
 
 
 @dataclass
 class _TableStats:
     cookie: bytes | None = None
     rows: int = 0
+    tokens: int = 0  # in all rows and columns (bm25's mean row length is tokens / rows)
     matching: dict[str, int] = field(default_factory=dict)  # term -> rows it matches
     answers: OrderedDict = field(default_factory=OrderedDict)  # ranked answers (fts_split), oldest first
     shares: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # parts -> rowid ranges (fts_parallel)
+    reader: object = None  # rows' tokens read again (fts_rows.RowReader, made by fts_champions)
 
 
 _STATS: "weakref.WeakKeyDictionary[apsw.Connection, _TableStats]" = weakref.WeakKeyDictionary()
@@ -44,13 +47,6 @@ def weightless_terms(conn: apsw.Connection, terms: list[str]) -> set[str]:
     return {term for term in terms if matching[term] and idf(rows, matching[term]) == IDF_FLOOR}
 
 
-IDF_FLOOR = 1e-6  # what FTS5's bm25 weighs a phrase by when its idf is not positive
-
-
-def idf(rows: int, matching: int) -> float:
-    """bm25's weight of a phrase that `matching` of `rows` rows match, as FTS5 computes it."""
-    value = math.log((rows - matching + 0.5) / (matching + 0.5))
-    return value if value > 0 else IDF_FLOOR
 
 
 def row_counts(conn: apsw.Connection, terms: list[str]) -> tuple[int, dict[str, int]]:
@@ -66,19 +62,20 @@ def row_counts(conn: apsw.Connection, terms: list[str]) -> tuple[int, dict[str, 
 def _stats(conn: apsw.Connection) -> _TableStats:
     stats = _STATS.get(conn)
     if stats is None:
-        conn.register_fts5_function(_ROW_COUNT, lambda api: api.row_count)
+        conn.register_fts5_function(_ROW_COUNT, lambda api: f"{api.row_count} {api.column_total_size(-1)}")
         stats = _STATS[conn] = _TableStats()
     row = conn.execute("SELECT block FROM chunks_fts_data WHERE id = 10").fetchone()
     cookie = row[0] if row else None
     if stats.cookie != cookie or cookie is None:
         first = conn.execute(f"SELECT {_ROW_COUNT}(chunks_fts) FROM chunks_fts LIMIT 1").fetchone()
-        stats.cookie, stats.rows, stats.matching = cookie, first[0] if first else 0, {}
-        stats.answers, stats.shares = OrderedDict(), {}
+        rows, tokens = map(int, first[0].split()) if first else (0, 0)
+        stats.cookie, stats.rows, stats.tokens, stats.matching = cookie, rows, tokens, {}
+        stats.answers, stats.shares, stats.reader = OrderedDict(), {}, None
     return stats
 
 
 def table_state(conn: apsw.Connection) -> _TableStats:
-    """chunks_fts's row count and what is kept of it while it is unchanged (see above)."""
+    """chunks_fts's row and token counts and what is kept of it while it is unchanged (see above)."""
     return _stats(conn)
 
 

@@ -9,12 +9,11 @@ from dataclasses import dataclass
 
 import apsw
 
-from mindtui.store import fts_parallel, fts_split, fts_weightless, visible_rank
+from mindtui.store import fts_champions, fts_parallel, fts_rows, fts_split, fts_weightless, visible_rank
 from mindtui.store.meta import SEARCH_WATERMARK_KEY
 from mindtui.store.visibility import model_readable
 
-# BM25 column weights: title (with aliases) and headings count more than body text.
-FTS_WEIGHTS = (5.0, 3.0, 1.0)
+FTS_WEIGHTS = fts_rows.COLUMN_WEIGHTS
 
 
 @dataclass(frozen=True)
@@ -60,6 +59,7 @@ def fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: st
     For the owner, words in half the rows or more are left out of the ranked query while the
     others find `limit` rows (store.fts_weightless: the same order, a second less at 1M chunks)."""
     if not restricted:
+        fts_champions.seed_counts(conn)
         terms = expression.split(" OR ")  # query.parse_query joins quoted single-token strings
         heavy = fts_weightless.weightless_terms(conn, terms) if len(terms) > 1 else set()
         if heavy and len(heavy) < len(terms):

@@ -18,6 +18,9 @@ from mindtui.text.names import composed
 # Bump when tokenizing or stemming changes: the importer then re-indexes every note.
 ANALYZER_VERSION = 2  # 2: text composed (NFC) first: a Mac's decomposed 'Übung' was the words 'u' and 'bung'
 LANGUAGES = {"de": "german", "en": "english"}
+# The shortest stem a query asks for as a prefix (search.query.german_prefix; store.fts_champions
+# lists the prefixes a query can ask for).
+MIN_PREFIX = 5
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # A word as written, with the combining marks of decomposed text (NFD: 'U' + U+0308 for 'Ü'): the
 # spans a front end highlights in a chunk's own text (search/snippets.py).
