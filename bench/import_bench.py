@@ -38,6 +38,12 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _children() -> tuple[float, float]:
+    """CPU seconds of the worker processes waited for so far, and the largest one's peak RSS (MB)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
 def _md_files(vault: Path) -> list[Path]:
     return sorted(p for p in vault.rglob("*.md") if p.is_file())
 
@@ -61,14 +67,20 @@ def child_import(vault: str, db: str) -> None:
     from mindtui.vault.importer import VaultImporter
     from mindtui.vault.types import load_type_registry
 
+    from mindtui.vault.parallel_notes import WORKERS
+
     started, cpu = time.perf_counter(), time.process_time()
     settings = load_settings()
     conn = open_database(db)
     report = VaultImporter(conn, Path(vault), load_type_registry(settings.types_file), settings).run()
     conn.close()
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    worker_cpu, worker_mb = _children()  # the importer's workers (vault.parallel_notes), if it started any
     counts = {k: v for k, v in report.as_dict().items() if k != "warnings"}
-    print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_mb": _peak_mb(), **counts}))
+    # CPU: the importer's and its workers'. Peak RSS: the importer's, plus each worker at the
+    # largest one's peak (an upper bound of what they held at once).
+    print(json.dumps({"seconds": seconds, "cpu": cpu + worker_cpu, "peak_mb": _peak_mb() + WORKERS * worker_mb,
+                      "importer_mb": _peak_mb(), "worker_mb": worker_mb, **counts}))
 
 
 def run_child(*args: str) -> dict:

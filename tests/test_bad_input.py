@@ -9,6 +9,7 @@ import pytest
 
 from mindtui.store import notes as note_store
 from mindtui.store import open_database
+from mindtui.vault import note_reader
 from mindtui.vault import importer, note_builder
 
 from conftest import run_import
@@ -175,14 +176,14 @@ def test_a_note_the_parser_fails_on_keeps_its_last_good_version(vault, db_path, 
     vault.write("alt.md", "---\ntags: [zweite]\n---\nZweite Fassung.\n")
     vault.write("neu.md", "---\nprivate: true\ntags: [neu]\n---\nNeuer Text mit [[gut]].\n")
     vault.write("gut.md", "Gut, geändert.\n")
-    real_parse = importer.parse_file
+    real_parse = note_reader.parse_file
 
     def failing(path, *args):
         if path in ("alt.md", "neu.md"):
             raise RecursionError("maximum recursion depth exceeded")
         return real_parse(path, *args)
 
-    monkeypatch.setattr(importer, "parse_file", failing)
+    monkeypatch.setattr(note_reader, "parse_file", failing)
     report = run_import(db_path, vault.root)
     why = reasons(report)
     assert why["alt.md"] == ("cannot be parsed (RecursionError: maximum recursion depth exceeded);"

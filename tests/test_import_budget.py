@@ -12,6 +12,7 @@ from test_relink_changed import anchor_rows
 
 from mindtui.config import load_settings
 from mindtui.jobs.runner import ImportBudget, run_job
+from mindtui.vault import note_reader
 from mindtui.vault import importer as importer_module
 
 NOTES = 350
@@ -20,8 +21,8 @@ NOTES = 350
 def budgeted_runs(db_path, vault, monkeypatch) -> list[int]:
     """Budgeted import runs until one ends the import: the files each parsed."""
     parses: list[int] = []
-    parse = importer_module.parse_file
-    monkeypatch.setattr(importer_module, "parse_file", lambda *args: parses.append(1) or parse(*args))
+    parse = note_reader.parse_file
+    monkeypatch.setattr(note_reader, "parse_file", lambda *args: parses.append(1) or parse(*args))
     settings = load_settings().with_values({"jobs": {"import_budget_s": 0.001}})
     per_run: list[int] = []
     while True:

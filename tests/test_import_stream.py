@@ -14,6 +14,7 @@ from test_relink_changed import anchor_rows
 
 from mindtui.config import load_settings
 from mindtui.store import open_database
+from mindtui.vault import note_reader
 from mindtui.vault import importer as importer_module
 from mindtui.vault.importer import VaultImporter
 from mindtui.vault.types import load_type_registry
@@ -74,7 +75,7 @@ def test_batch_size_does_not_change_the_result(vault, tmp_path):
 def test_at_most_one_batch_of_parsed_notes_is_held(vault, db_path, monkeypatch):
     write_vault(vault)
     alive, most = [0], []
-    parse = importer_module.parse_file
+    parse = note_reader.parse_file
 
     def released() -> None:
         alive[0] -= 1
@@ -86,7 +87,7 @@ def test_at_most_one_batch_of_parsed_notes_is_held(vault, db_path, monkeypatch):
         most.append(alive[0])
         return item
 
-    monkeypatch.setattr(importer_module, "parse_file", counted)
+    monkeypatch.setattr(note_reader, "parse_file", counted)
     report = import_with(db_path, vault, batch_notes=4)
     assert report.notes_added == NOTES + 2 and not report.warnings
     assert len(most) == NOTES + 2, len(most)
@@ -132,18 +133,18 @@ def test_a_file_edited_between_the_two_reads_ends_as_a_clean_import_would(vault,
     vault.write("B.md", "# B\n\nSiehe [[Neu]].\n")
     run_import(db, vault.root)
     vault.write("A.md", "---\naliases: [Alt]\n---\n# A\n\nText, bearbeitet.\n")
-    parse = VaultImporter._parse
+    parse = note_reader.NoteReader.parse
 
-    def edited_meanwhile(self, file):
+    def edited_meanwhile(self, file, stored):
         if file.path == "A.md":  # the owner saves again between the head and the parse
             vault.write("A.md", "---\naliases: [Neu]\n---\n# A\n\nText, nochmal bearbeitet.\n")
             stat = os.stat(vault.root / "A.md")
             os.utime(vault.root / "A.md", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
-        return parse(self, file)
+        return parse(self, file, stored)
 
-    monkeypatch.setattr(VaultImporter, "_parse", edited_meanwhile)
+    monkeypatch.setattr(note_reader.NoteReader, "parse", edited_meanwhile)
     racing = run_import(db, vault.root)
-    monkeypatch.setattr(VaultImporter, "_parse", parse)
+    monkeypatch.setattr(note_reader.NoteReader, "parse", parse)
     assert any("changed while it was imported" in w for w in map(str, racing.warnings))
     run_import(db, vault.root)  # the next run (the watcher's, after that save)
     run_import(clean, vault.root)
@@ -157,8 +158,8 @@ def test_rows_are_built_before_the_write_lock_is_taken(vault, db_path, monkeypat
     settings = load_settings()
     conn = open_database(db_path)
     locked = []
-    real = importer_module.build_rows
-    monkeypatch.setattr(importer_module, "build_rows", lambda *args: locked.append(conn.in_transaction) or real(*args))
+    real = note_reader.build_rows
+    monkeypatch.setattr(note_reader, "build_rows", lambda *args: locked.append(conn.in_transaction) or real(*args))
     try:
         VaultImporter(conn, vault.root, load_type_registry(settings.types_file), settings, batch_notes=7).run()
     finally:

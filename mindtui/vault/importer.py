@@ -4,7 +4,9 @@ Order of work:
   scan -> decide what changed (size+mtime, then content hash) -> read each changed file's head
   (hash, frontmatter id and aliases: no markdown parse) -> keep notes under folders that could
   not be read -> match renames -> check the mass-delete guard -> settle note ids -> build the
-  final name index -> (1) parse and write the changed notes, a batch at a time (a time budget
+  final name index -> (1) parse and write the changed notes, a batch at a time (from
+  parallel_notes.PARALLEL_MIN_FILES files on, parsed and built on worker processes while the
+  batches before are written: vault.parallel_notes; a time budget
   may stop this: the files not reached stay as they are, deletions wait, and the run stops with
   Cancelled; into an empty store, without the secondary indexes: store.deferred_indexes) ->
   (2) delete vanished notes -> (3) re-resolve references of unchanged notes whose
@@ -48,10 +50,9 @@ from mindtui.text.globs import excluded_by
 from mindtui.vault.edges import reference_edges
 from mindtui.vault.links import anchor_text
 from mindtui.vault.markdown import NotMarkdownError
-from mindtui.vault.note_builder import (
-    PLAIN_TEXT_MARK, FileHead, NoteRows, ParsedFile, as_plain_text, build_rows, failure_reason, import_fingerprint,
-    parse_file, plain_file, read_head, sha256_hex,
-)
+from mindtui.vault.note_builder import FileHead, NoteRows, import_fingerprint, read_head, sha256_hex
+from mindtui.vault.note_reader import Built, NoteReader, NoteTask
+from mindtui.vault import parallel_notes
 from mindtui.vault.note_ids import settle_ids
 from mindtui.vault import relink
 from mindtui.vault import run_totals
@@ -85,6 +86,8 @@ class VaultImporter:
         # (files parsed so far) -> whether to stop reading: a time budget (jobs.ImportBudget).
         self.reading_spent = reading_spent or (lambda parsed: False)
         self.batch_notes = batch_notes
+        self.workers = parallel_notes.WORKERS
+        self.reader = NoteReader(registry, self.options.max_file_bytes, self.private_paths)
         self.report = ImportReport()
         self._anchored: set[str] | None = None  # the notes whose anchor rows this run refreshes (None: all)
 
@@ -93,23 +96,9 @@ class VaultImporter:
 
     # -- deciding what changed -------------------------------------------------------------
     def _read(self, file: VaultFile) -> bytes | None:
-        """Its bytes; None (a warning says why; its note is kept) when it cannot be read or grew past
-        import.max_file_bytes since it was listed: never read whole, whatever a program made of it."""
-        limit = self.options.max_file_bytes
-        try:
-            with open(file.location, "rb") as handle:
-                # read(n) sets aside n bytes first: the file's own size, not the limit, for each
-                # file (2 MB a note cost the hub's cold import ~8 %); one that grew since is read on.
-                size = os.fstat(handle.fileno()).st_size
-                data = handle.read(min(size, limit) + 1)
-                if size < len(data) <= limit:
-                    data += handle.read(limit + 1 - len(data))
-        except OSError as exc:
-            self._warn(file.path, f"cannot read: {exc.strerror or exc}")
-            return None
-        if len(data) > limit:
-            self._warn(file.path, f"grew past import.max_file_bytes ({limit:,}) while the import ran; skipped")
-        return data if len(data) <= limit else None
+        data = self.reader.read(file)
+        self.report.warnings.extend(self.reader.take_warnings())
+        return data
 
     def _head(self, file: VaultFile, data: bytes, out_of_corpus: dict[str, str]) -> FileHead | None:
         """The changed file's head; None for a binary file (left out)."""
@@ -119,31 +108,6 @@ class VaultImporter:
             self._warn(file.path, str(exc))
             out_of_corpus[file.path] = "binary file"
             return None
-
-    def _parse(self, file: VaultFile) -> ParsedFile | None:
-        """The file read again and parsed, when it is written; None when it cannot be read now
-        (it vanished or turned binary since its head was read: the next run takes it up) or,
-        when the parser fails on a note parsed well before, for that note kept as it was. Any
-        other note the parser fails on is imported as plain text, its warning saying why."""
-        data = self._read(file)
-        if data is None:
-            return None
-        try:
-            return parse_file(file.path, data, file.size, file.mtime_ns, self.registry)
-        except NotMarkdownError as exc:
-            self._warn(file.path, str(exc))
-            return None
-        # The parser is a stack of third-party code (YAML, markdown-it) run on any file of the
-        # vault: whatever it raises stops this file, never the import.
-        except Exception as exc:
-            why = failure_reason(exc)
-        state = self._states_by_path.get(file.path)
-        if _parsed_well(state):
-            self._warn(file.path, f"cannot be parsed ({why}); its last good version is kept")
-            return None
-        self._warn(file.path, f"cannot be parsed ({why}); imported as plain text")
-        return plain_file(file.path, data, file.size, file.mtime_ns,
-                          f"cannot be parsed ({why}); imported as plain text, without frontmatter")
 
     def run(self) -> ImportReport:
         """Two passes over the changed files. The first reads each one's head (bytes hashed,
@@ -273,50 +237,55 @@ class VaultImporter:
                      ids: dict[str, str], final_ids: set[str], names: NameIndex, states: dict,
                      renames: dict) -> tuple[list[str], bool]:
         """Parse and write the changed files, BATCH_NOTES at a time (parsed outside the write
-        transaction, released once written). Returns (the paths not written: they could not be
-        read or parsed now, or changed since their head was read, whether the time budget
-        stopped the writing)."""
+        transaction, on other cores for many: vault.parallel_notes; released once written).
+        Returns (the paths not written: they could not be read or parsed now, or changed since
+        their head was read, whether the time budget stopped the writing)."""
         paths = sorted(heads)
-        not_written: list[str] = []
-        done = 0
-        for start in range(0, len(paths), self.batch_notes):
-            if batches.in_transaction:
-                batches.commit()  # no write lock held while a batch is parsed
-            batch: list[tuple[str, ParsedFile]] = []
-            for path in paths[start:start + self.batch_notes]:
-                if self.reading_spent(done + len(batch) + len(not_written)):
-                    self._write_batch(batches, batch, ids, final_ids, names, states, renames, done, len(paths))
-                    return not_written, True
-                item = self._parse(files[path])
-                if item is not None and item.content_hash != heads[path].content_hash:
-                    # Edited between the two reads: its ids and names were settled from the bytes
-                    # of the first. Written now it would carry the scan's size and time, and the
-                    # next run would take it for current. Left for the next run (as it was).
-                    self._warn(path, "changed while it was imported; the next import takes it up")
-                    item = None
-                if item is None:
-                    not_written.append(path)
-                else:
-                    batch.append((path, item))
-            done = self._write_batch(batches, batch, ids, final_ids, names, states, renames, done, len(paths))
-        return not_written, False
-
-    def _write_batch(self, batches: WriteBatches, batch: list[tuple[str, ParsedFile]], ids: dict[str, str],
-                     final_ids: set[str], names: NameIndex, states: dict, renames: dict, done: int,
-                     total: int) -> int:
-        built = []  # rows built before the write lock is taken: a transaction holds only writes
-        for path, item in batch:
+        tasks = []
+        for path in paths:
             previous = states.get(path) or renames.get(path)
             if previous is not None and previous.note_id in final_ids and previous.note_id != ids[path]:
                 previous = None  # its old id belongs to another note now: nothing to move
-            built.append((path, self._rows(item, ids[path], names, previous), previous))
-        for path, rows, previous in built:
+            tasks.append(NoteTask(files[path], heads[path].content_hash, ids[path], previous, states.get(path)))
+        tasks_of = {task.file.path: task for task in tasks}
+        batched = [tasks[start:start + self.batch_notes] for start in range(0, len(tasks), self.batch_notes)]
+        workers = self.workers if len(tasks) >= parallel_notes.PARALLEL_MIN_FILES else 0
+        not_written: list[str] = []
+        done = 0
+        results = parallel_notes.built_batches(self.reader, names, batched, workers)
+        try:
+            for built in results:
+                ready, notes = [], iter(built)
+                while True:
+                    if self.reading_spent(done + len(ready) + len(not_written)):  # before the next file is parsed
+                        done = self._write_batch(batches, ready, tasks_of, done, len(paths))
+                        return not_written, True
+                    note = next(notes, None)
+                    if note is None:
+                        break
+                    self.report.warnings.extend(note.warnings)
+                    if note.written:
+                        ready.append(note)
+                    else:
+                        not_written.append(note.path)
+                done = self._write_batch(batches, ready, tasks_of, done, len(paths))
+                if batches.in_transaction:
+                    batches.commit()  # no write lock held while the next batch is built
+        finally:
+            results.close()  # stops the workers when the budget or a cancel ends the writing
+        return not_written, False
+
+    def _write_batch(self, batches: WriteBatches, built: list[Built], tasks_of: dict[str, NoteTask], done: int,
+                     total: int) -> int:
+        """Write a batch's built notes (each its rows replaced as one unit)."""
+        for note in built:
             batches.ensure_open()
-            if rows is not None:
-                self._write_note(path, rows, ids[path], previous)
+            if note.rows is not None:
+                task = tasks_of[note.path]
+                self._write_note(note.path, note.rows, task.note_id, task.previous)
             batches.item_done()
             done += 1
-            self.progress(done, total, path)
+            self.progress(done, total, note.path)
         return done
 
     def _renames(self, heads: dict[str, FileHead], states: dict, vanished: list, files: dict[str, VaultFile]) -> dict:
@@ -332,9 +301,8 @@ class VaultImporter:
 
     def _body_text(self, file: VaultFile) -> str:
         """A new file's text as its note would hold it, to compare with a vanished note's."""
-        warnings = len(self.report.warnings)
-        item = self._parse(file)
-        del self.report.warnings[warnings:]  # said when the file is written
+        item = self.reader.parse(file, self._states_by_path.get(file.path))
+        self.reader.take_warnings()  # said when the file is written
         return "\n".join(item.parsed.lines) if item is not None else ""
 
     def _mass_delete_check(self, vanished: list, indexed: int, on_disk: int) -> str | None:
@@ -439,27 +407,6 @@ class VaultImporter:
         for given in [fresh, *olds]:
             self._anchored |= {target for _, target, _, _ in given[1]} if given else set()
 
-    def _rows(self, item: ParsedFile, note_id: str, names: NameIndex,
-              previous: note_store.NoteState | None) -> NoteRows | None:
-        """The note's rows; when building them fails (chunking, text analysis), the note's last
-        good version is kept (None: nothing is written) or a new note is built as plain text."""
-        try:
-            return build_rows(item, note_id, self.registry, names, self.private_paths)
-        except Exception as exc:  # one note's rows: whatever fails here stops this note, not the import
-            why = failure_reason(exc)
-        if _parsed_well(previous) and previous.note_id == note_id and previous.path == item.path:
-            self._warn(item.path, f"cannot be indexed ({why}); its last good version is kept")
-            return None
-        reason = f"cannot be indexed ({why}); imported as plain text, without frontmatter"
-        plain = as_plain_text(item, reason)
-        try:
-            rows = build_rows(plain, note_id, self.registry, names, self.private_paths)
-        except Exception as exc:  # even its plain text cannot be indexed: left out, and said so
-            self._warn(item.path, f"cannot be indexed, not even as plain text ({failure_reason(exc)}); left out")
-            return None
-        self._warn(item.path, reason)
-        return rows
-
     def _changed_names(self, parsed: dict[str, FileHead], vanished: list, renames: dict,
                        states: dict[str, note_store.NoteState]) -> set[str]:
         """The names (file names, aliases, before and after) of every note this run writes or deletes."""
@@ -480,9 +427,3 @@ def _named(heads: dict[str, FileHead], stored: dict[str, note_store.NoteState],
         yield ids[path], path, head.aliases
     for path, state in stored.items():
         yield ids[path], path, state.aliases
-
-
-def _parsed_well(state: note_store.NoteState | None) -> bool:
-    """Whether the note has a version to keep when its file cannot be parsed now (not one that
-    was imported as plain text: that is replaced by the file's text now)."""
-    return state is not None and not state.parsed_with.endswith(PLAIN_TEXT_MARK)
