@@ -80,7 +80,15 @@ def notes_to_relink(targets: Iterable[tuple[str, str]], names: set[str] | None) 
     targets: (note id, link target path) of every link."""
     if names is None:
         return None
-    return {note_id for note_id, target in targets if (part := last_part(target)) in names or part in _ANY_NAME}
+    found: set[str] = set()
+    parts: dict[str, str] = {}  # a vault's links name far fewer targets than they are (540k links, 100k notes)
+    for note_id, target in targets:
+        part = parts.get(target)
+        if part is None:
+            part = parts[target] = last_part(target)
+        if part in names or part in _ANY_NAME:
+            found.add(note_id)
+    return found
 
 
 def relink_notes(conn: apsw.Connection, registry: TypeRegistry, names: NameIndex, *, skip: set[str],
