@@ -121,6 +121,11 @@ def status_text(status: dict) -> str:
         storage = status["storage"]
         lines.append(f"database size  {storage['db_bytes'] / 1e6:.1f} MB ({storage['bytes_per_note']:,} bytes a note, "
                      f"{storage['bytes_per_chunk']:,} a chunk)")
+    lists = status.get("fulltext_lists")
+    if lists and lists["phrases"]:
+        written = lists["rows_written_since"]
+        lines.append(f"full-text lists  {lists['phrases']:,} common phrases, {written:,} row{'' if written == 1 else 's'}"
+                     " written since" + ("" if lists["in_use"] else ": too many, not used until the next nightly"))
     working = status.get("working") or {}
     if working.get("job"):
         lines.append(f"running now    {working['job']['job'] or 'a job'} (pid {working['job']['pid'] or '?'})")

@@ -155,3 +155,19 @@ def test_a_smaller_index_gets_no_lists_and_loses_old_ones(listed):
     assert fts_champions.build(listed, min_rows=10**9)["champion_phrases"] == 0
     assert listed.execute("SELECT count(*) FROM fts_champion_rows").fetchone()[0] == 0
     assert fts_champions.ranked(listed, parse_query("Plugin").fts, 3, rank(listed)) is None
+
+
+def test_status_tells_the_owner_of_the_lists_and_the_rows_written_since(listed, vault, db_path):
+    from mindtui.audience import Audience
+    from mindtui.cli_text import status_text
+    from mindtui.config import load_settings
+    from mindtui.service.status_report import database_status
+
+    settings = load_settings().with_overrides(db=str(db_path))
+    vault.write("Neu.md", "# Neu\n\nPlugin.\n")
+    run_import(db_path, vault.root)
+    owner = database_status(listed, settings, Audience.OWNER, [])
+    phrases = listed.execute("SELECT count(*) FROM fts_champion_phrases").fetchone()[0]
+    assert owner["fulltext_lists"] == {"phrases": phrases, "rows_written_since": 1, "in_use": True}
+    assert f"full-text lists  {phrases:,} common phrases, 1 row written since" in status_text(owner)
+    assert "fulltext_lists" not in database_status(listed, settings, Audience.AGENT, [])  # counts hidden notes too

@@ -19,7 +19,7 @@ from mindtui.config import Settings
 from mindtui.jobs.lock import WATCHER_LOCK_SUFFIX, lock_holder
 from mindtui.jobs.runner import JOBS
 from mindtui.search.fit import apply_learnt
-from mindtui.store import deferred_indexes, knowledge_store
+from mindtui.store import deferred_indexes, fts_champions, knowledge_store
 from mindtui.store import edges as edge_store
 from mindtui.store import jobs as job_store
 from mindtui.store import notes as note_store
@@ -86,6 +86,7 @@ def database_status(conn: apsw.Connection, settings: Settings, audience: Audienc
                     "bytes_per_chunk": round(db_bytes / counts["chunks_total"]) if counts["chunks_total"] else 0},
         "vector_index": vector_store.code_index_status(conn),  # counts every vector, hidden notes' too
         "indexes_owed": deferred_indexes.owed(conn),  # a killed cold import's: the next import builds them
+        "fulltext_lists": fts_champions.status(conn),  # the nightly's champion lists of common phrases
         "working": working_now(db_path),
         "learnt_settings": {key: getattr(tuned.search, key.partition(".")[2]) for key in tuned.learnt},  # fitted to the owner's opens
     })

@@ -111,6 +111,15 @@ def _common_phrases(conn: apsw.Connection, rows: int, share: float) -> list[str]
                   + [f'"{prefix}"*' for prefix, docs in prefixes.items() if docs >= wanted and '"' not in prefix])
 
 
+def status(conn: apsw.Connection) -> dict:
+    """What `mindtui status` says of the lists: how many phrases, how many rows written since
+    (queries score those themselves, up to WRITTEN_MAX; past it FTS5 ranks until the next nightly)."""
+    phrases = conn.execute("SELECT count(*) FROM fts_champion_phrases").fetchone()[0]
+    written = conn.execute("SELECT count(*) FROM (SELECT 1 FROM fts_champion_written LIMIT ?)",
+                           (WRITTEN_MAX + 1,)).fetchone()[0]
+    return {"phrases": phrases, "rows_written_since": written, "in_use": bool(phrases) and written <= WRITTEN_MAX}
+
+
 # -- read by a query -------------------------------------------------------------------------------
 
 @dataclass
