@@ -28,7 +28,6 @@ keystroke that adds a space or a stop word asks the same query again.
 from __future__ import annotations
 
 import heapq
-from collections import OrderedDict
 from typing import Callable
 
 import apsw

@@ -72,9 +72,10 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
     ]
 
     class Items(Message):
-        def __init__(self, items: list) -> None:
+        def __init__(self, items: list, number: int) -> None:
             super().__init__()
             self.items = items
+            self.number = number  # the load that read them (KnowledgeScreen.loads)
 
     class Detail(Message):
         def __init__(self, item) -> None:
@@ -95,6 +96,10 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
         # `e`/`o` pressed before the highlighted item's detail came (keys that arrive together):
         # (its id, the action), run when that item's detail arrives, never on the item left.
         self.after_detail: tuple[int, Callable[[], None]] | None = None
+        self.loads = 0  # lists asked for so far
+        # The first load that reads the list after a save: a list read before it (the form closing
+        # asks for one while the save runs) may not hold the saved item yet.
+        self.saved_from = 0
 
     def compose(self) -> ComposeResult:
         yield LiteralInput(placeholder="/ filter by words, subject or type…", id="knowledge-filter", classes="hidden",
@@ -115,17 +120,22 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
         self.load()
 
     # -- loading -------------------------------------------------------------------------
-    @work(thread=True, exclusive=True, exit_on_error=False, group="knowledge-load")
     def load(self) -> None:
+        self.loads += 1
+        self._load(self.loads)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="knowledge-load")
+    def _load(self, number: int) -> None:
         items = self.app.service.knowledge_list(current_only=not self.history, limit=LIST_LIMIT)
-        self.post_unless_cancelled(self.Items(items))
+        self.post_unless_cancelled(self.Items(items, number))
 
     @on(Items)
     def _items(self, message: Items) -> None:
         self.items = message.items
-        self._render_list()
+        self._render_list(message.number)
 
-    def _render_list(self) -> None:
+    def _render_list(self, number: int | None = None) -> None:
+        """number: the load whose items these are (None: the same items, filtered anew)."""
         words = self.query_one("#knowledge-filter", Input).value.lower().split()
         shown = [i for i in self.items
                  if all(w in f"{i.title} {i.body} {subject_of(i)} {i.type}".lower() for w in words)]
@@ -149,9 +159,10 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
         option_list.set_options(options)
         first = next((n for n, row in enumerate(self.rows) if row is not None), None)
         wanted = self.app.pending_item
-        if wanted is not None:
-            self.app.pending_item = None
-        else:
+        found = wanted is not None and any(row is not None and row.item_id == wanted for row in self.rows)
+        if wanted is not None and (found or (number is not None and number >= self.saved_from)):
+            self.app.pending_item = None  # shown, or not in a list read after the save (filtered out)
+        if not found:
             wanted = int(was_id) if was_id else None
         if wanted is not None:
             first = next((n for n, row in enumerate(self.rows) if row is not None and row.item_id == wanted), first)
@@ -261,5 +272,6 @@ class KnowledgeScreen(ReportsWorkerErrors, Screen):
         self.notify(f"{decision.decision}: {decision.reason}", severity="information" if saved else "warning")
         if saved and decision.item_id is not None:
             self.app.pending_item = decision.item_id  # the list shows what was saved under the cursor
+            self.saved_from = self.loads + 1
         self.load()
         self.app.refresh_status()

@@ -27,7 +27,6 @@ what only the database holds hangs on that id.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
