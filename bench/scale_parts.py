@@ -365,10 +365,7 @@ def whole_query_agreement(db: Path, typed: list[str], limit: int) -> tuple[int, 
             expression = parse_query(text).fts
             if not expression:
                 continue
-            terms = expression.split(" OR ")
-            heavy = fts_weightless.weightless_terms(conn, terms) if len(terms) > 1 else set()
-            if heavy and len(heavy) < len(terms):
-                expression = " OR ".join(t for t in terms if t not in heavy)
+            expression = fts_weightless.without_weightless(conn, expression) or expression
             fts_weightless.kept_answers(conn).clear()
             got, expected = fts_split.ranked(conn, expression, limit, whole), whole(expression, limit)
             asked += 1

@@ -39,6 +39,18 @@ def builders(marks) -> set[int]:
     return {int(name) for name in os.listdir(marks)}
 
 
+def both_ways(vault, tmp_path, monkeypatch, reader: type[NoteReader]):
+    """The vault imported in one process and with two workers (their builders marked under
+    tmp_path/marks): the two reports."""
+    write_vault(vault)
+    monkeypatch.setattr(parallel_notes, "PARALLEL_MIN_FILES", 1)
+    here = imported(tmp_path / "here.db", vault, workers=0)
+    (tmp_path / "marks").mkdir()
+    monkeypatch.setenv("MARKS", str(tmp_path / "marks"))
+    monkeypatch.setenv("IMPORTER_PID", str(PARENT))  # a worker imports this module again: PARENT is its own
+    return here, imported(tmp_path / "there.db", vault, workers=2, reader=reader)
+
+
 def write_vault(vault) -> None:
     for number in range(40):
         vault.write(f"Notes/Note {number:03d}.md",
@@ -62,12 +74,7 @@ def imported(db, vault, workers: int, reader: type[NoteReader] = NoteReader):
 
 
 def test_notes_built_on_workers_give_the_database_one_process_gives(vault, tmp_path, monkeypatch):
-    write_vault(vault)
-    monkeypatch.setattr(parallel_notes, "PARALLEL_MIN_FILES", 1)
-    here = imported(tmp_path / "here.db", vault, workers=0)
-    (tmp_path / "marks").mkdir()
-    monkeypatch.setenv("MARKS", str(tmp_path / "marks"))
-    there = imported(tmp_path / "there.db", vault, workers=2, reader=MarkingReader)
+    here, there = both_ways(vault, tmp_path, monkeypatch, MarkingReader)
     assert builders(tmp_path / "marks") - {PARENT}  # workers built the notes, not the importer
     assert PARENT not in builders(tmp_path / "marks")
     assert there.notes_added == here.notes_added == 42
@@ -76,13 +83,7 @@ def test_notes_built_on_workers_give_the_database_one_process_gives(vault, tmp_p
 
 
 def test_a_worker_that_dies_leaves_the_rest_to_the_importer(vault, tmp_path, monkeypatch):
-    write_vault(vault)
-    monkeypatch.setattr(parallel_notes, "PARALLEL_MIN_FILES", 1)
-    here = imported(tmp_path / "here.db", vault, workers=0)
-    (tmp_path / "marks").mkdir()
-    monkeypatch.setenv("MARKS", str(tmp_path / "marks"))
-    monkeypatch.setenv("IMPORTER_PID", str(PARENT))  # a worker imports this module again: PARENT is its own
-    there = imported(tmp_path / "there.db", vault, workers=2, reader=DyingReader)
+    here, there = both_ways(vault, tmp_path, monkeypatch, DyingReader)
     assert PARENT in builders(tmp_path / "marks")  # the importer built what the pool did not
     assert there.notes_added == here.notes_added
     assert dump_database(tmp_path / "there.db") == dump_database(tmp_path / "here.db")

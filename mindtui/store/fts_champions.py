@@ -1,19 +1,20 @@
 """Champion lists: the best rows of every phrase in a large share of the full-text index, made by
-the nightly, so that a query with such phrases ranks a few hundred rows, not half a million.
+the nightly, so that a query with such a phrase ranks a few rows of it, not half a million.
 
 At a million chunks a word like "plugin" is in 40 % of the rows and FTS5 evaluates bm25 for each
 (about 0.4 us a row, store.fts_split): 0.3-0.7 s for a keystroke. BM25 is a sum over the query's
 phrases of idf x g(row), g = f(k1 + 1) / (f + k1(1 - b + b D / avgdl)). For each phrase in
 COMMON_SHARE of the rows or more, the nightly keeps its LIST_LENGTH rows of highest g, best
-first, with g. A query is then answered by the threshold algorithm (Fagin et al.):
-- it reads the lists of its listed phrases a page at a time, and the rows of its other (rarer)
-  phrases from FTS5 by their own score (a cheap query), and computes each row it meets exactly
-  (store.fts_rows: the row's words read again, bm25 to the same bits as FTS5's);
-- a row it has not met scores at most the sum of each listed phrase's idf x the g where its list
-  was left, plus the rarer phrases' score where their rows were left;
-- once `limit` rows met score more than that bound, they are the whole query's answer: the same
-  rows in the same order as FTS5's ranking of every row (ties by rowid), the same scores.
-It gives up (None: FTS5 ranks, store.fts_split) when a list runs out first.
+first, with g. A query with one such phrase (`ranked`):
+- takes the rows of its other, rarer phrases from FTS5 as store.fts_split does (`rare_rows`);
+- reads the list best first, each row scored exactly (store.fts_rows: the row's words read
+  again, bm25 to the same bits as FTS5's), until the `limit`-th score beats idf x the g where
+  the list stopped: no row of the phrase alone further down can be among the first `limit`;
+- the answer is then the whole query's: the same rows in the same order as FTS5's ranking of
+  every row (ties by rowid). It gives up (None: FTS5 ranks) when the list runs out first.
+A query with several listed phrases is split by store.fts_split, each phrase bounded by its
+list's best g (`Known.common_bounds`): their best rows all have about the same g, so reading the
+lists seldom proves an answer.
 
 The lists stay right while the vault changes: rows written to the index since (logged by a
 trigger, fts_champion_written) are computed on every query; a deleted row is met and dropped;
@@ -44,10 +45,9 @@ LIST_LENGTH = 1000  # rows a list keeps
 MIN_ROWS = 100_000  # a smaller index gets no lists: FTS5 ranks it fast enough
 WRITTEN_MAX = 1_000  # rows written since the lists that a query computes itself (~50 us each)
 PAGE = 32  # list entries read at a time
-# Rows a query reads again at most (~50 us each, more for a popular note's anchor row): a query of
-# several phrases each in a large share of the rows (whose best rows all have about the same g:
-# every chunk of a note named "... Plugin" has the word in its title) would read most of its
-# lists before the bound fell; it gives up, and FTS5 ranks it (store.fts_split).
+# Rows of its list a query reads again past `limit` (~50 us each): a phrase whose best rows all
+# have about the same g (every chunk of a note named "... Plugin" has the word in its title)
+# would read most of its list before the bound fell; it gives up, and FTS5 ranks it.
 READ_MAX = 96
 MARGIN = 1e-9  # relative: a row not met never ties the last row kept by rounding
 FTS_CHAMPIONS_KEY = "fts_champions"  # meta: the index's state when the lists were made
@@ -125,7 +125,6 @@ def status(conn: apsw.Connection) -> dict:
 @dataclass
 class _Lists:
     meta: str | None
-    rows: int = 0
     avgdl: float = 0.0
     cookie: bytes | None = None
     phrases: dict[str, tuple[int, int]] = field(default_factory=dict)  # phrase -> (rows matching, listed)
@@ -145,7 +144,7 @@ def _lists(conn: apsw.Connection) -> _Lists | None:
         made = json.loads(meta)
         phrases = {phrase: (matching, listed) for phrase, matching, listed in conn.execute(
             "SELECT phrase, rows_matching, listed FROM fts_champion_phrases")}
-        found = _LISTS[conn] = _Lists(meta, made["rows"], made["tokens"] / max(made["rows"], 1),
+        found = _LISTS[conn] = _Lists(meta, made["tokens"] / max(made["rows"], 1),
                                           bytes.fromhex(made["cookie"]) if made["cookie"] else None, phrases)
     return found if found.phrases else None
 
@@ -191,9 +190,21 @@ class _List:
         return [row for row, _ in page]
 
 
-def _beats(score: float, bound: float) -> bool:
-    """A kept row's score (goodness: -bm25) beats a bound on others', past rounding."""
+def beats(score: float, bound: float) -> bool:
+    """A kept row's score (goodness: -bm25) beats a bound on others', past rounding (no row
+    bounded by it ties the kept one)."""
     return score > bound * (1 + MARGIN) + MARGIN
+
+
+def rare_rows(common: list[str], rare: list[str], limit: int, rank: Rank) -> Rows:
+    """The rows with a rare word that can be among the best `limit` of an OR query: the best of
+    those with a common word too, and the rare words' own best -- exact for those without common
+    words, less than the truth for the others, which, when `both` is full, all score below its
+    rows (else they are in it)."""
+    rare_words = " OR ".join(rare)
+    both = rank(f"({rare_words}) AND ({' OR '.join(common)})", limit)
+    seen = {rowid for rowid, _ in both}
+    return both + [row for row in rank(rare_words, limit) if row[0] not in seen]
 
 
 @dataclass
@@ -267,26 +278,23 @@ def known(conn: apsw.Connection, terms: list[str]) -> Known | None:
     return found
 
 
-def ranked(conn: apsw.Connection, expression: str, limit: int, rank: Rank) -> Rows | None:
+def ranked(conn: apsw.Connection, expression: str, limit: int, rank: Rank,
+           found: Known | None = None) -> Rows | None:
     """The `limit` best rows of chunks_fts for an OR query of single phrases with one listed
     phrase, as (rowid, bm25), best first, by its list and `rank` (FTS5's ranking of an
     expression's best rows); None when they cannot answer it (see `known`; several listed
-    phrases: store.fts_split; its list ran out before the answer was proved)."""
+    phrases: store.fts_split; its list ran out before the answer was proved). `found`: the
+    lists' knowledge of the query, when the caller has it."""
     terms = expression.split(" OR ")
-    found = known(conn, terms) if limit > 0 else None
-    if found is None or len(found.common) != 1:
+    if found is None and limit > 0:
+        found = known(conn, terms)
+    if found is None or limit < 1 or len(found.common) != 1:
         return None
     (phrase,) = found.common
     rare = [t for t in terms if t != phrase]
     scores = dict(found.written)  # not in the list: their words may beat its rows
     if rare:
-        # Every row of the rarer phrases, as store.fts_split ranks them: the best of those with
-        # the listed phrase too, and the rarer phrases' own best (exact for rows without it; a
-        # row with it that `both` left out scores below all of `both`, which is then full).
-        rare_words = " OR ".join(rare)
-        both = rank(f"({rare_words}) AND ({phrase})", limit)
-        kept = {rowid for rowid, _ in both}
-        for rowid, score in both + [row for row in rank(rare_words, limit) if row[0] not in kept]:
+        for rowid, score in rare_rows([phrase], rare, limit, rank):
             scores.setdefault(rowid, score)
     # Left: rows of the listed phrase alone, met in its list best first.
     listed, matching = found.lists.phrases[phrase][1], found.lists.phrases[phrase][0]
@@ -296,7 +304,7 @@ def ranked(conn: apsw.Connection, expression: str, limit: int, rank: Rank) -> Ro
     while True:
         best = heapq.nsmallest(limit, scores.items(), key=lambda item: (item[1], item[0]))
         bound = weight * cursor.bound()
-        if bound == 0.0 or (len(best) == limit and _beats(-best[-1][1], bound)):
+        if bound == 0.0 or (len(best) == limit and beats(-best[-1][1], bound)):
             return best  # every row of the phrase met (bound 0), or none not met can be among them
         if cursor.exhausted or reads >= limit + READ_MAX:
             return None  # its list ran out before the answer was proved: FTS5 ranks

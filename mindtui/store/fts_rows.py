@@ -59,7 +59,7 @@ def phrase_of(conn: apsw.Connection, term: str) -> Phrase | None:
     quoted = term[:-1] if prefix else term
     if len(quoted) < 2 or quoted[0] != '"' or quoted[-1] != '"' or '"' in quoted[1:-1]:
         return None
-    tokens = _tokenize(conn, quoted[1:-1])
+    tokens = _tokenize(tokenizer_of(conn), quoted[1:-1])
     return Phrase(tokens[0], prefix) if len(tokens) == 1 else None
 
 
@@ -96,6 +96,7 @@ class RowReader:
 
     def __init__(self, conn: apsw.Connection) -> None:
         self.conn = conn
+        self.tokenizer = tokenizer_of(conn)
         self.kept: OrderedDict[int, RowTokens | None] = OrderedDict()
 
     def rows(self, rowids: list[int]) -> dict[int, RowTokens]:
@@ -103,8 +104,8 @@ class RowReader:
         cannot be read again)."""
         wanted = [r for r in dict.fromkeys(rowids) if r not in self.kept]
         if wanted:
-            found = _chunk_rows(self.conn, [r for r in wanted if r > 0])
-            found.update(_anchor_rows(self.conn, [-r for r in wanted if r < 0]))
+            found = _chunk_rows(self.conn, self.tokenizer, [r for r in wanted if r > 0])
+            found.update(_anchor_rows(self.conn, self.tokenizer, [-r for r in wanted if r < 0]))
             for rowid in wanted:
                 self.kept[rowid] = found.get(rowid)
             while len(self.kept) > ROWS_KEPT:
@@ -117,18 +118,22 @@ class RowReader:
         return out
 
 
-def _tokenize(conn: apsw.Connection, text: str) -> list[str]:
-    tokenizer = conn.fts5_tokenizer(*TOKENIZER)
+def tokenizer_of(conn: apsw.Connection) -> apsw.FTS5Tokenizer:
+    """chunks_fts's tokenizer, as a callable of the connection."""
+    return conn.fts5_tokenizer(*TOKENIZER)
+
+
+def _tokenize(tokenizer: apsw.FTS5Tokenizer, text: str) -> list[str]:
     return tokenizer(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None,
                      include_offsets=False, include_colocated=False)
 
 
-def _row(conn: apsw.Connection, columns: tuple[str, str, str]) -> RowTokens:
+def _row(tokenizer: apsw.FTS5Tokenizer, columns: tuple[str, str, str]) -> RowTokens:
     counts = []
     size = 0
     for text in columns:
         column: dict[str, int] = {}
-        tokens = _tokenize(conn, text) if text else []
+        tokens = _tokenize(tokenizer, text) if text else []
         for token in tokens:
             column[token] = column.get(token, 0) + 1
         size += len(tokens)
@@ -136,7 +141,7 @@ def _row(conn: apsw.Connection, columns: tuple[str, str, str]) -> RowTokens:
     return RowTokens(size, tuple(counts))
 
 
-def _chunk_rows(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, RowTokens]:
+def _chunk_rows(conn: apsw.Connection, tokenizer: apsw.FTS5Tokenizer, chunk_ids: list[int]) -> dict[int, RowTokens]:
     """As vault.note_builder writes a chunk's row."""
     if not chunk_ids:
         return {}
@@ -150,12 +155,12 @@ def _chunk_rows(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, RowTok
         if note_id not in titles:
             names = ([] if is_id_like(title) else [title]) + json.loads(aliases)
             titles[note_id] = analysis.analyze(" ".join(names), lang)
-        found[chunk_id] = _row(conn, (titles[note_id], analysis.analyze(heading_path, lang),
+        found[chunk_id] = _row(tokenizer, (titles[note_id], analysis.analyze(heading_path, lang),
                                       analysis.analyze(text, lang)))
     return found
 
 
-def _anchor_rows(conn: apsw.Connection, anchor_ids: list[int]) -> dict[int, RowTokens]:
+def _anchor_rows(conn: apsw.Connection, tokenizer: apsw.FTS5Tokenizer, anchor_ids: list[int]) -> dict[int, RowTokens]:
     """As store.anchors wrote a note's anchor row (its text kept beside it)."""
     if not anchor_ids:
         return {}
@@ -165,5 +170,5 @@ def _anchor_rows(conn: apsw.Connection, anchor_ids: list[int]) -> dict[int, RowT
             (json.dumps(anchor_ids),)):
         if indexed is None:
             raise RowUnreadable(f"anchor row {anchor_id} was written before its text was kept")
-        found[-anchor_id] = _row(conn, ("", "", indexed))
+        found[-anchor_id] = _row(tokenizer, ("", "", indexed))
     return found

@@ -50,9 +50,11 @@ def ranked(conn: apsw.Connection, expression: str, limit: int, rank: Rank) -> Ro
     key = (expression, limit)
     rows = kept.get(key)
     if rows is None:
-        rows = fts_champions.ranked(conn, expression, limit, rank)  # the nightly's lists of common phrases
-        if rows is None:
-            rows = _split(conn, expression, limit, rank)
+        terms = expression.split(" OR ")  # query.parse_query joins quoted single-token strings
+        listed = fts_champions.known(conn, terms) if limit > 0 else None  # the nightly's lists
+        rows = fts_champions.ranked(conn, expression, limit, rank, listed) if listed else None
+        if rows is None and len(terms) > 1:
+            rows = _split(conn, terms, limit, rank, listed)
         if rows is None:
             rows = rank(expression, limit)
         kept[key] = rows
@@ -63,12 +65,9 @@ def ranked(conn: apsw.Connection, expression: str, limit: int, rank: Rank) -> Ro
     return list(rows)
 
 
-def _split(conn: apsw.Connection, expression: str, limit: int, rank: Rank) -> Rows | None:
-    terms = expression.split(" OR ")  # query.parse_query joins quoted single-token strings
-    if len(terms) < 2:
-        return None
+def _split(conn: apsw.Connection, terms: list[str], limit: int, rank: Rank,
+           listed: fts_champions.Known | None) -> Rows | None:
     total, matching = fts_weightless.row_counts(conn, terms)
-    listed = fts_champions.known(conn, terms)
     bounds = listed.common_bounds(conn) if listed else {}
     extra = listed.written if listed else {}  # rows the lists' bounds do not hold for
 
@@ -86,36 +85,20 @@ def _split(conn: apsw.Connection, expression: str, limit: int, rank: Rank) -> Ro
     if rows is not None:
         return rows
     size = 0
-    while size < len(terms) - 1 and _beats(floor, bound(order[:size + 1])):
+    while size < len(terms) - 1 and fts_champions.beats(floor, bound(order[:size + 1])):
         size += 1
     if size == 0:
         return None
     return _split_at(order[:size], order[size:], limit, rank, bound(order[:size]), extra)[0]
 
 
-def _beats(score: float, bound: float) -> bool:
-    """A score (goodness: -bm25) beats a bound, past rounding (no row of the common words alone ties it)."""
-    return score > bound * (1 + 1e-9) + 1e-9
-
-
 def _split_at(common: list[str], rare: list[str], limit: int, rank: Rank, bound: float,
               extra: dict[int, float]) -> tuple[Rows | None, float]:
     """The answer when the rows found beat the bound, else None; and the `limit`-th score found
     (goodness, 0 when fewer). `extra`: rows the bound does not hold for, with their scores."""
-    rows = _best(_rare_rows(sorted(common), rare, limit, rank), extra, limit)
+    rows = _best(fts_champions.rare_rows(sorted(common), rare, limit, rank), extra, limit)
     floor = -rows[-1][1] if len(rows) == limit else 0.0
-    return (rows if len(rows) == limit and _beats(floor, bound) else None), floor
-
-
-def _rare_rows(common: list[str], rare: list[str], limit: int, rank: Rank) -> Rows:
-    """The rows with a rare word that can be among the best `limit`: the best of those with a
-    common word too, and the rare words' own best -- exact for those without common words, less
-    than the truth for the others, which, when `both` is full, all score below its rows (else
-    they are in it)."""
-    rare_words = " OR ".join(rare)
-    both = rank(f"({rare_words}) AND ({' OR '.join(common)})", limit)
-    seen = {rowid for rowid, _ in both}
-    return both + [row for row in rank(rare_words, limit) if row[0] not in seen]
+    return (rows if len(rows) == limit and fts_champions.beats(floor, bound) else None), floor
 
 
 def _best(rows: Rows, extra: dict[int, float], limit: int) -> Rows:

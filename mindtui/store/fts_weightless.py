@@ -47,6 +47,14 @@ def weightless_terms(conn: apsw.Connection, terms: list[str]) -> set[str]:
     return {term for term in terms if matching[term] and idf(rows, matching[term]) == IDF_FLOOR}
 
 
+def without_weightless(conn: apsw.Connection, expression: str) -> str | None:
+    """An OR query of chunks_fts with its weightless terms left out; None when it has none to
+    leave out, or nothing else (what the owner's full-text query ranks first: search_store)."""
+    terms = expression.split(" OR ")  # query.parse_query joins quoted single-token strings
+    heavy = weightless_terms(conn, terms) if len(terms) > 1 else set()
+    if not heavy or len(heavy) == len(terms):
+        return None
+    return " OR ".join(t for t in terms if t not in heavy)
 
 
 def row_counts(conn: apsw.Connection, terms: list[str]) -> tuple[int, dict[str, int]]:

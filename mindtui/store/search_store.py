@@ -60,11 +60,9 @@ def fts_chunks(conn: apsw.Connection, expression: str, limit: int, note_type: st
     others find `limit` rows (store.fts_weightless: the same order, a second less at 1M chunks)."""
     if not restricted:
         fts_champions.seed_counts(conn)
-        terms = expression.split(" OR ")  # query.parse_query joins quoted single-token strings
-        heavy = fts_weightless.weightless_terms(conn, terms) if len(terms) > 1 else set()
-        if heavy and len(heavy) < len(terms):
-            hits = _fts_chunks(conn, " OR ".join(t for t in terms if t not in heavy), limit, note_type, tag,
-                               path_prefix, restricted)
+        lighter = fts_weightless.without_weightless(conn, expression)
+        if lighter is not None:
+            hits = _fts_chunks(conn, lighter, limit, note_type, tag, path_prefix, restricted)
             if len(hits) == limit:
                 return hits
     return _fts_chunks(conn, expression, limit, note_type, tag, path_prefix, restricted)
