@@ -1,8 +1,11 @@
 """The quality guard's comparison (mindtui.evaluation.guard) on small hand-made reports: what
-counts as a drop, the tolerances, sets that were not measured, the exit code. Nothing here
-runs a search or needs ../shared/eval."""
+counts as a drop, the tolerances, sets that were not measured, the exit code; and the script's
+usage errors. Nothing here runs a search or needs ../shared/eval."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -146,3 +149,51 @@ def test_the_table_has_one_row_per_figure_with_baseline_now_delta_and_verdict():
         ["b", "vector", "ndcg@10", "0.8200", "0.8300", "+0.0100"]]
     assert [line.split()[6] for line in lines[1:]] == ["ok", "DROP", "up"]
     assert guard.totals(rows) == "3 figures: 1 ok, 1 up, 1 dropped, 0 missing, 0 new"
+
+
+# -- the script's usage errors (exit 2), before anything is indexed ------------------------------
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+sys.path.insert(0, str(BENCH))
+import quality_guard  # noqa: E402
+
+
+def test_an_absent_evaluation_folder_is_a_usage_error_that_says_so(tmp_path, capsys):
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text('{"sets": {}}', encoding="utf-8")
+    code = quality_guard.main(["--eval-dir", str(tmp_path / "no-eval"), "--baseline", str(baseline)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"no evaluation folder at {tmp_path / 'no-eval'}" in err and "a user's clone has none" in err
+    assert not (tmp_path / "no-eval").exists()
+
+
+def test_an_unknown_set_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        quality_guard.main(["--only", "help-de,nope"])
+    assert stopped.value.code == 2
+    assert "unknown set(s) nope" in capsys.readouterr().err
+
+
+def test_no_baseline_is_a_usage_error_unless_one_is_being_written(tmp_path, capsys):
+    (tmp_path / "eval").mkdir()
+    code = quality_guard.main(["--eval-dir", str(tmp_path / "eval"), "--baseline", str(tmp_path / "absent.json")])
+    assert code == 2
+    assert "no baseline at" in capsys.readouterr().err
+
+
+def test_a_cache_folder_inside_the_repository_is_refused(tmp_path, capsys):
+    (tmp_path / "eval").mkdir()
+    code = quality_guard.main(["--eval-dir", str(tmp_path / "eval"), "--cache-dir", str(BENCH / "scratch")])
+    assert code == 2
+    assert "inside the repository" in capsys.readouterr().err
+    assert not (BENCH / "scratch").exists()
+
+
+def test_the_cache_follows_the_data_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINDTUI_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "eval").mkdir()
+    args = quality_guard.parse_args(["--eval-dir", str(tmp_path / "eval")])
+    settings = quality_guard.shipped_settings(None)
+    eval_dir, cache = quality_guard.check_folders(args, quality_guard.SETS, settings)
+    assert cache == (tmp_path / "data" / "quality-guard").resolve()
+    assert eval_dir == (tmp_path / "eval").resolve()
